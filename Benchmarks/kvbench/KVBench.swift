@@ -1,0 +1,12 @@
+import ArgumentParser
+
+/// `kvbench`: measures how session structure decides KV-cache reuse, on a real transformer.
+@main
+struct KVBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "kvbench",
+        abstract: "Run a Llama-style transformer on OpenBLAS and measure its kernels and KV-cache reuse.",
+        subcommands: [Kernels.self, Generate.self, TrainTokenizer.self],
+        defaultSubcommand: Kernels.self
+    )
+}

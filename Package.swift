@@ -1,0 +1,41 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "KVSession",
+    products: [
+        .library(name: "LMRuntime", targets: ["LMRuntime"]),
+        .executable(name: "kvbench", targets: ["kvbench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+    ],
+    targets: [
+        // OpenBLAS through pkg-config; Debian/Ubuntu ship it as libopenblas-dev.
+        .systemLibrary(
+            name: "COpenBLAS",
+            pkgConfig: "openblas",
+            providers: [.apt(["libopenblas-dev"])]
+        ),
+        .target(name: "LMRuntime", dependencies: ["COpenBLAS"]),
+        .executableTarget(
+            name: "kvbench",
+            dependencies: [
+                "LMRuntime",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/kvbench"
+        ),
+        .target(name: "LMTestSupport", dependencies: ["LMRuntime"], path: "Tests/LMTestSupport"),
+        .testTarget(
+            name: "LMRuntimeTests",
+            dependencies: [
+                "LMRuntime", "LMTestSupport",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(name: "KVBenchTests", dependencies: ["LMTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

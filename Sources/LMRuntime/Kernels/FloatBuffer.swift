@@ -1,0 +1,114 @@
+/// Fixed-size float32 storage, allocated once, zero-filled, and freed with the object.
+///
+/// Every tensor in the runtime (weights, activations, K/V rows) lives in a
+/// `FloatBuffer` and is addressed through ``Matrix`` views, so code above
+/// `Kernels` never handles raw pointers. The buffer is `Sendable` because its
+/// size never changes; callers that share one between tasks must not write to
+/// it concurrently (weights are written once, at load).
+public final class FloatBuffer: @unchecked Sendable {
+    let base: UnsafeMutablePointer<Float>
+    /// Number of floats held.
+    public let count: Int
+
+    /// Allocates `count` zeroed floats.
+    /// - Parameter count: number of float32 elements; must not be negative.
+    public init(count: Int) {
+        precondition(count >= 0, "FloatBuffer count must not be negative")
+        base = .allocate(capacity: max(count, 1))
+        base.initialize(repeating: 0, count: max(count, 1))
+        self.count = count
+    }
+
+    deinit { base.deallocate() }
+
+    /// Reads or writes one element.
+    public subscript(index: Int) -> Float {
+        get { precondition(index >= 0 && index < count); return base[index] }
+        set { precondition(index >= 0 && index < count); base[index] = newValue }
+    }
+
+    /// Size in bytes.
+    public var byteCount: Int { count * MemoryLayout<Float>.stride }
+}
+
+/// A row-major view of `rows × cols` floats inside a ``FloatBuffer``.
+///
+/// Row `r` starts at `offset + r * rowStride`; `rowStride >= cols` lets a view
+/// select a block of columns (one attention head) out of a wider matrix.
+public struct Matrix: Sendable {
+    /// The storage the view reads and writes.
+    public let buffer: FloatBuffer
+    /// Index of element (0, 0) in `buffer`.
+    public let offset: Int
+    /// Row count.
+    public let rows: Int
+    /// Column count.
+    public let cols: Int
+    /// Distance in floats between the starts of consecutive rows.
+    public let rowStride: Int
+
+    /// A view over `buffer`.
+    /// - Parameters:
+    ///   - buffer: the storage; the view must fit inside it.
+    ///   - offset: index of element (0, 0).
+    ///   - rows: row count.
+    ///   - cols: column count.
+    ///   - rowStride: floats between row starts; defaults to `cols` (dense).
+    public init(buffer: FloatBuffer, offset: Int = 0, rows: Int, cols: Int, rowStride: Int? = nil) {
+        let stride = rowStride ?? cols
+        precondition(rows >= 0 && cols >= 0 && stride >= cols && offset >= 0, "invalid Matrix shape")
+        precondition(rows == 0 || offset + (rows - 1) * stride + cols <= buffer.count, "Matrix exceeds its buffer")
+        self.buffer = buffer
+        self.offset = offset
+        self.rows = rows
+        self.cols = cols
+        self.rowStride = stride
+    }
+
+    /// A new zeroed dense matrix with its own buffer.
+    public static func zeros(rows: Int, cols: Int) -> Matrix {
+        Matrix(buffer: FloatBuffer(count: rows * cols), rows: rows, cols: cols)
+    }
+
+    /// A new dense matrix holding `values` row by row.
+    /// - Precondition: `values.count == rows * cols`.
+    public init(rows: Int, cols: Int, values: [Float]) {
+        precondition(values.count == rows * cols, "values do not match the shape")
+        self = .zeros(rows: rows, cols: cols)
+        for (i, v) in values.enumerated() { buffer[i] = v }
+    }
+
+    /// The rows in `range`, all columns.
+    public func rows(_ range: Range<Int>) -> Matrix {
+        precondition(range.lowerBound >= 0 && range.upperBound <= rows, "row range out of bounds")
+        return Matrix(buffer: buffer, offset: offset + range.lowerBound * rowStride,
+                      rows: range.count, cols: cols, rowStride: rowStride)
+    }
+
+    /// The columns in `range`, all rows.
+    public func columns(_ range: Range<Int>) -> Matrix {
+        precondition(range.lowerBound >= 0 && range.upperBound <= cols, "column range out of bounds")
+        return Matrix(buffer: buffer, offset: offset + range.lowerBound,
+                      rows: rows, cols: range.count, rowStride: rowStride)
+    }
+
+    /// Row `index` as a 1 × cols view.
+    public func row(_ index: Int) -> Matrix { rows(index ..< index + 1) }
+
+    /// Reads or writes element (`row`, `col`).
+    public subscript(row: Int, col: Int) -> Float {
+        get { buffer[offset + row * rowStride + col] }
+        nonmutating set { buffer[offset + row * rowStride + col] = newValue }
+    }
+
+    /// The elements row by row, as a new array.
+    public func toArray() -> [Float] {
+        var out: [Float] = []
+        out.reserveCapacity(rows * cols)
+        for r in 0 ..< rows { for c in 0 ..< cols { out.append(self[r, c]) } }
+        return out
+    }
+
+    /// Pointer to element (0, 0); kernels only.
+    var base: UnsafeMutablePointer<Float> { buffer.base + offset }
+}

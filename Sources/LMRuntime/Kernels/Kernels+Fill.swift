@@ -1,0 +1,38 @@
+import Foundation
+
+extension Kernels {
+    /// Fills `matrix` with values uniform in `[-scale, scale)` from a ``SeededGenerator``.
+    ///
+    /// Values come from the top 24 bits of each 64-bit draw, so the result is
+    /// identical on every machine and run.
+    public static func fillUniform(_ matrix: Matrix, seed: UInt64, scale: Float) {
+        var rng = SeededGenerator(seed: seed)
+        for r in 0 ..< matrix.rows {
+            let row = matrix.base + r * matrix.rowStride
+            for c in 0 ..< matrix.cols { row[c] = (rng.nextUnitFloat() * 2 - 1) * scale }
+        }
+    }
+
+    /// Fills `matrix` with one value.
+    public static func fill(_ matrix: Matrix, with value: Float) {
+        for r in 0 ..< matrix.rows { (matrix.base + r * matrix.rowStride).update(repeating: value, count: matrix.cols) }
+    }
+
+    /// Copies `matrix.rows * matrix.cols` little-endian float32 values out of
+    /// `data`, starting at `byteOffset`, row by row into `matrix`.
+    /// - Precondition: the bytes are inside `data` (callers check and throw first).
+    public static func loadLittleEndianFloats(from data: Data, byteOffset: Int, into matrix: Matrix) {
+        let count = matrix.rows * matrix.cols
+        precondition(byteOffset >= 0 && byteOffset + count * 4 <= data.count, "float range outside the data")
+        data.withUnsafeBytes { raw in
+            let start = raw.baseAddress! + byteOffset
+            for r in 0 ..< matrix.rows {
+                let dst = matrix.base + r * matrix.rowStride
+                let src = start + r * matrix.cols * 4
+                for c in 0 ..< matrix.cols {
+                    dst[c] = Float(bitPattern: UInt32(littleEndian: (src + c * 4).loadUnaligned(as: UInt32.self)))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+
+/// The shape of a Llama-architecture model and where its weights and tokenizer come from.
+///
+/// Read from `Models/NAME.json` or from a llama2.c checkpoint header. Every
+/// other file names dimensions through these properties.
+public struct ModelConfig: Codable, Sendable, Equatable {
+    /// Short name (`tiny`, `small`, `base`, or the checkpoint's file name).
+    public var name: String
+    /// Width of the residual stream.
+    public var dim: Int
+    /// Width of the SwiGLU hidden layer.
+    public var hiddenDim: Int
+    /// Number of transformer blocks.
+    public var layerCount: Int
+    /// Number of query heads.
+    public var headCount: Int
+    /// Number of key/value heads (grouped-query attention when fewer than `headCount`).
+    public var kvHeadCount: Int
+    /// Vocabulary size.
+    public var vocabSize: Int
+    /// Maximum sequence length (positions) the model supports.
+    public var contextLength: Int
+    /// RMSNorm epsilon.
+    public var normEpsilon: Float
+    /// RoPE base frequency.
+    public var ropeTheta: Float
+    /// Whether the classifier reuses the token embedding matrix.
+    public var sharedClassifier: Bool
+    /// Tokenizer file, relative to the config's folder (`nil` when the caller supplies one).
+    public var tokenizer: String?
+    /// Where the weights come from.
+    public var weights: WeightSource
+
+    /// The origin of a model's weights.
+    public enum WeightSource: Codable, Sendable, Equatable {
+        /// Generated from `seed` by ``SeededGenerator``: identical on every machine.
+        case synthetic(seed: UInt64)
+        /// A llama2.c checkpoint file, relative to the config's folder or absolute.
+        case checkpoint(path: String)
+    }
+
+    /// Elements per attention head.
+    public var headDim: Int { dim / headCount }
+    /// Width of one K (or V) row: `kvHeadCount * headDim`.
+    public var kvDim: Int { kvHeadCount * headDim }
+
+    /// A config with the given dimensions.
+    public init(name: String, dim: Int, hiddenDim: Int, layerCount: Int, headCount: Int, kvHeadCount: Int,
+                vocabSize: Int, contextLength: Int, normEpsilon: Float = 1e-5, ropeTheta: Float = 10000,
+                sharedClassifier: Bool = true, tokenizer: String? = nil, weights: WeightSource = .synthetic(seed: 0)) {
+        self.name = name
+        self.dim = dim
+        self.hiddenDim = hiddenDim
+        self.layerCount = layerCount
+        self.headCount = headCount
+        self.kvHeadCount = kvHeadCount
+        self.vocabSize = vocabSize
+        self.contextLength = contextLength
+        self.normEpsilon = normEpsilon
+        self.ropeTheta = ropeTheta
+        self.sharedClassifier = sharedClassifier
+        self.tokenizer = tokenizer
+        self.weights = weights
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case name, dim, hiddenDim, layerCount, headCount, kvHeadCount, vocabSize, contextLength
+        case normEpsilon, ropeTheta, sharedClassifier, tokenizer, weights
+    }
+
+    /// Decodes a config; `normEpsilon`, `ropeTheta` and `sharedClassifier` are optional.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(name: try c.decode(String.self, forKey: .name),
+                  dim: try c.decode(Int.self, forKey: .dim),
+                  hiddenDim: try c.decode(Int.self, forKey: .hiddenDim),
+                  layerCount: try c.decode(Int.self, forKey: .layerCount),
+                  headCount: try c.decode(Int.self, forKey: .headCount),
+                  kvHeadCount: try c.decode(Int.self, forKey: .kvHeadCount),
+                  vocabSize: try c.decode(Int.self, forKey: .vocabSize),
+                  contextLength: try c.decode(Int.self, forKey: .contextLength),
+                  normEpsilon: try c.decodeIfPresent(Float.self, forKey: .normEpsilon) ?? 1e-5,
+                  ropeTheta: try c.decodeIfPresent(Float.self, forKey: .ropeTheta) ?? 10000,
+                  sharedClassifier: try c.decodeIfPresent(Bool.self, forKey: .sharedClassifier) ?? true,
+                  tokenizer: try c.decodeIfPresent(String.self, forKey: .tokenizer),
+                  weights: try c.decode(WeightSource.self, forKey: .weights))
+    }
+
+    /// Parameters in the weight matrices and norms (classifier counted once when shared).
+    public var parameterCount: Int {
+        let perLayer = 2 * dim + dim * dim * 2 + 2 * kvDim * dim + 3 * dim * hiddenDim
+        return vocabSize * dim * (sharedClassifier ? 1 : 2) + layerCount * perLayer + dim
+    }
+
+    /// Checks that the dimensions describe a model the runtime can build.
+    /// - Throws: ``ModelLoadError/invalidDimensions(_:)`` naming the first bad field.
+    public func validate() throws {
+        func require(_ ok: Bool, _ reason: String) throws {
+            if !ok { throw ModelLoadError.invalidDimensions(reason) }
+        }
+        for (field, value) in [("dim", dim), ("hiddenDim", hiddenDim), ("layerCount", layerCount),
+                               ("headCount", headCount), ("kvHeadCount", kvHeadCount),
+                               ("vocabSize", vocabSize), ("contextLength", contextLength)] {
+            try require(value > 0, "\(field) must be positive, got \(value)")
+        }
+        try require(dim % headCount == 0, "headCount \(headCount) does not divide dim \(dim)")
+        try require(headDim % 2 == 0, "headDim \(headDim) must be even for RoPE")
+        try require(headCount % kvHeadCount == 0, "kvHeadCount \(kvHeadCount) does not divide headCount \(headCount)")
+        try require(normEpsilon > 0 && normEpsilon.isFinite, "normEpsilon must be positive, got \(normEpsilon)")
+        try require(ropeTheta > 1 && ropeTheta.isFinite, "ropeTheta must exceed 1, got \(ropeTheta)")
+        // Keep every buffer index well inside Int32 (BLAS) and memory sane.
+        try require(parameterCount < 1 << 31, "the model has \(parameterCount) parameters; the limit is 2^31")
+        try require(contextLength <= 1 << 20, "contextLength \(contextLength) exceeds 1,048,576")
+    }
+}

@@ -1,0 +1,58 @@
+/// Why a model, config or tokenizer could not be loaded. Each case carries the numbers needed to act.
+public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
+    /// The file does not exist or cannot be read.
+    case unreadable(path: String, reason: String)
+    /// The file ends before the data its header promises.
+    case truncated(path: String, expectedBytes: Int, actualBytes: Int)
+    /// The dimensions are impossible (zero, negative, heads not dividing dim, ...).
+    case invalidDimensions(String)
+    /// A config file is not valid JSON for ``ModelConfig``.
+    case invalidConfig(path: String, reason: String)
+    /// A tokenizer file is malformed at `byteOffset`.
+    case corruptTokenizer(path: String, byteOffset: Int, reason: String)
+    /// No bundled config has this name.
+    case unknownModel(name: String, available: [String])
+    /// The tokenizer and the model disagree on the vocabulary.
+    case vocabularyMismatch(modelVocabSize: Int, tokenizerVocabSize: Int)
+
+    /// A sentence naming the problem.
+    public var description: String {
+        switch self {
+        case let .unreadable(path, reason): "cannot read \(path): \(reason)"
+        case let .truncated(path, expected, actual):
+            "\(path) is truncated: the header implies \(expected) bytes but the file has \(actual)"
+        case let .invalidDimensions(reason): "impossible model dimensions: \(reason)"
+        case let .invalidConfig(path, reason): "invalid model config \(path): \(reason)"
+        case let .corruptTokenizer(path, offset, reason): "corrupt tokenizer \(path) at byte \(offset): \(reason)"
+        case let .unknownModel(name, available):
+            "no bundled model named '\(name)'; available: \(available.joined(separator: ", "))"
+        case let .vocabularyMismatch(model, tokenizer):
+            "the model has \(model) vocabulary entries but the tokenizer has \(tokenizer)"
+        }
+    }
+}
+
+/// Why a forward pass was refused. Nothing is computed or changed when one is thrown.
+public enum RuntimeError: Error, Equatable, CustomStringConvertible {
+    /// A token id outside `0..<vocabSize`, at `index` in the input.
+    case tokenOutOfVocabulary(token: Int, index: Int, vocabSize: Int)
+    /// The cache would grow past its capacity (at most the model's context length).
+    case contextOverflow(cachedTokens: Int, newTokens: Int, capacity: Int)
+    /// A forward pass needs at least one token.
+    case emptyInput
+    /// The cache was built for another model shape.
+    case cacheShapeMismatch(expectedLayers: Int, expectedKVDim: Int, layers: Int, kvDim: Int)
+
+    /// A sentence naming the problem.
+    public var description: String {
+        switch self {
+        case let .tokenOutOfVocabulary(token, index, vocab):
+            "token id \(token) at index \(index) is outside the vocabulary 0..<\(vocab)"
+        case let .contextOverflow(cached, new, capacity):
+            "\(cached) cached + \(new) new tokens exceed the cache capacity of \(capacity)"
+        case .emptyInput: "a forward pass needs at least one token"
+        case let .cacheShapeMismatch(el, ek, l, k):
+            "the cache has \(l) layers of width \(k) but the model needs \(el) layers of width \(ek)"
+        }
+    }
+}

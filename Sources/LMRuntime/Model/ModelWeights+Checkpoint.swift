@@ -1,0 +1,77 @@
+import Foundation
+
+extension ModelWeights {
+    /// Bytes of the llama2.c checkpoint header: seven little-endian int32s.
+    static let checkpointHeaderBytes = 28
+
+    /// Loads a llama2.c ("version 0") checkpoint.
+    ///
+    /// The header is `dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len`
+    /// (a negative vocab size means the classifier is stored at the end); float32
+    /// tensors follow. The obsolete RoPE tables in the file are skipped and recomputed.
+    /// - Parameter url: the `.bin` file.
+    /// - Throws: ``ModelLoadError`` when the file is unreadable, its header impossible,
+    ///   or it is shorter than the header implies.
+    public static func checkpoint(at url: URL) throws -> ModelWeights {
+        let path = url.path
+        let data: Data
+        do { data = try Data(contentsOf: url, options: .alwaysMapped) } catch {
+            throw ModelLoadError.unreadable(path: path, reason: error.localizedDescription)
+        }
+        let config = try checkpointConfig(data, path: path, name: url.deletingPathExtension().lastPathComponent)
+        let c = config, l = c.layerCount
+        let floatCount = c.vocabSize * c.dim + l * (2 * c.dim + 2 * c.dim * c.dim + 2 * c.kvDim * c.dim
+            + 3 * c.dim * c.hiddenDim) + c.dim + c.contextLength * c.headDim + (c.sharedClassifier ? 0 : c.vocabSize * c.dim)
+        let expected = checkpointHeaderBytes + 4 * floatCount
+        guard data.count >= expected else {
+            throw ModelLoadError.truncated(path: path, expectedBytes: expected, actualBytes: data.count)
+        }
+        let weights = try ModelWeights(zeroedFor: config)
+        var offset = checkpointHeaderBytes
+        func read(_ targets: [Matrix]) {
+            for m in targets {
+                Kernels.loadLittleEndianFloats(from: data, byteOffset: offset, into: m)
+                offset += 4 * m.rows * m.cols
+            }
+        }
+        let h = c.hiddenDim
+        read([weights.tokenEmbedding])
+        read(weights.layers.map(\.attentionNorm))
+        read(weights.layers.map(\.wq))
+        read(weights.layers.map(\.wk))
+        read(weights.layers.map(\.wv))
+        read(weights.layers.map(\.wo))
+        read(weights.layers.map(\.ffnNorm))
+        read(weights.layers.map { $0.gateUp.rows(0 ..< h) })   // W1, the gate
+        read(weights.layers.map(\.down))                      // W2
+        read(weights.layers.map { $0.gateUp.rows(h ..< 2 * h) }) // W3, the up projection
+        read([weights.finalNorm])
+        offset += 4 * c.contextLength * c.headDim             // obsolete cos and sin tables
+        if !c.sharedClassifier { read([weights.classifier]) }
+        return weights
+    }
+
+    /// Parses and checks a checkpoint header.
+    static func checkpointConfig(_ data: Data, path: String, name: String) throws -> ModelConfig {
+        guard data.count >= checkpointHeaderBytes else {
+            throw ModelLoadError.truncated(path: path, expectedBytes: checkpointHeaderBytes, actualBytes: data.count)
+        }
+        func int(_ i: Int) -> Int {
+            let b = data.startIndex + 4 * i
+            let bits = UInt32(data[b]) | UInt32(data[b + 1]) << 8 | UInt32(data[b + 2]) << 16 | UInt32(data[b + 3]) << 24
+            return Int(Int32(bitPattern: bits))
+        }
+        let names = ["dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"]
+        let header = (0 ..< 7).map(int)
+        for (field, value) in zip(names, header) where value <= 0 && field != "vocab_size" {
+            throw ModelLoadError.invalidDimensions("header field \(field) is \(value); it must be positive")
+        }
+        guard header[5] != 0 else { throw ModelLoadError.invalidDimensions("header field vocab_size is 0") }
+        let config = ModelConfig(name: name, dim: header[0], hiddenDim: header[1], layerCount: header[2],
+                                 headCount: header[3], kvHeadCount: header[4], vocabSize: abs(header[5]),
+                                 contextLength: header[6], sharedClassifier: header[5] > 0,
+                                 weights: .checkpoint(path: path))
+        try config.validate()
+        return config
+    }
+}

@@ -1,0 +1,43 @@
+import Dispatch
+
+extension ModelWeights {
+    /// Deterministic random weights for `config`, generated from `seed`.
+    ///
+    /// Each matrix draws from its own stream (derived from the seed and its
+    /// index), so generation runs in parallel and gives the same floats on every
+    /// machine. Scales keep activations finite over the whole context:
+    /// projections preserve unit variance, the two projections that feed the
+    /// residual stream are damped by `1/sqrt(2 · layerCount)`, and the shared
+    /// embedding gives logits a standard deviation near 3.
+    /// - Throws: ``ModelLoadError/invalidDimensions(_:)`` when the config is impossible.
+    public static func synthetic(_ config: ModelConfig, seed: UInt64) throws -> ModelWeights {
+        let weights = try ModelWeights(zeroedFor: config)
+        let residualDamping = 1 / Float(2 * config.layerCount).squareRoot()
+        func unit(_ fanIn: Int) -> Float { (3 / Float(fanIn)).squareRoot() }
+        var jobs: [(Matrix, Float)] = [(weights.tokenEmbedding, 3 * unit(config.dim))]
+        for layer in weights.layers {
+            jobs += [(layer.wq, unit(config.dim)), (layer.wk, unit(config.dim)), (layer.wv, unit(config.dim)),
+                     (layer.wo, unit(config.dim) * residualDamping), (layer.gateUp, unit(config.dim)),
+                     (layer.down, unit(config.hiddenDim) * residualDamping)]
+            Kernels.fill(layer.attentionNorm, with: 1)
+            Kernels.fill(layer.ffnNorm, with: 1)
+        }
+        if !config.sharedClassifier { jobs.append((weights.classifier, unit(config.dim))) }
+        Kernels.fill(weights.finalNorm, with: 1)
+        // Split big matrices into row bands so both cores stay busy; each band has its own stream.
+        var bands: [(Matrix, UInt64, Float)] = []
+        let bandRows = 256
+        for (index, (matrix, scale)) in jobs.enumerated() {
+            for start in stride(from: 0, to: matrix.rows, by: bandRows) {
+                let stream = UInt64(index) << 32 | UInt64(start / bandRows)
+                bands.append((matrix.rows(start ..< min(matrix.rows, start + bandRows)),
+                              SeededGenerator.derive(seed, stream: stream), scale))
+            }
+        }
+        let work = bands
+        DispatchQueue.concurrentPerform(iterations: work.count) { i in
+            Kernels.fillUniform(work[i].0, seed: work[i].1, scale: work[i].2)
+        }
+        return weights
+    }
+}

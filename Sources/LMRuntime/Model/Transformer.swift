@@ -1,0 +1,111 @@
+/// Scratch for one forward pass, sized once so the pass itself allocates nothing.
+final class Workspace {
+    let x, normed, queries, attention: Matrix   // [maxBatch, dim]
+    let gateUp: Matrix                          // [maxBatch, 2 * hiddenDim]
+    let scores: Matrix                          // [attentionBlockRows, contextLength]
+    let logits: Matrix                          // [1, vocabSize]
+
+    init(_ c: ModelConfig, maxBatch: Int) {
+        x = .zeros(rows: maxBatch, cols: c.dim)
+        normed = .zeros(rows: maxBatch, cols: c.dim)
+        queries = .zeros(rows: maxBatch, cols: c.dim)
+        attention = .zeros(rows: maxBatch, cols: c.dim)
+        gateUp = .zeros(rows: maxBatch, cols: 2 * c.hiddenDim)
+        scores = .zeros(rows: min(maxBatch, Kernels.attentionBlockRows), cols: c.contextLength)
+        logits = .zeros(rows: 1, cols: c.vocabSize)
+    }
+}
+
+/// A Llama-architecture decoder: RMSNorm, RoPE, grouped-query attention, SwiGLU.
+///
+/// One forward pass handles `T` new tokens at once (prefill); decode is `T = 1`.
+/// The pass appends the tokens' K/V rows to a ``KVCache`` and produces the
+/// logits of the last token only. A `Transformer` owns scratch memory, so use
+/// one instance from one task at a time; the weights may be shared.
+public final class Transformer {
+    /// The weights (shareable between transformers).
+    public let weights: ModelWeights
+    /// The most tokens one internal pass processes; longer inputs run in consecutive passes.
+    public let maxBatch: Int
+    private let workspace: Workspace
+
+    /// The model's dimensions.
+    public var config: ModelConfig { weights.config }
+
+    /// A transformer over `weights`.
+    /// - Parameters:
+    ///   - weights: the model.
+    ///   - maxBatch: tokens per pass (scratch grows with it); defaults to the context length,
+    ///     so any prefill is one pass.
+    public init(weights: ModelWeights, maxBatch: Int? = nil) {
+        self.weights = weights
+        self.maxBatch = max(1, min(maxBatch ?? weights.config.contextLength, weights.config.contextLength))
+        workspace = Workspace(weights.config, maxBatch: self.maxBatch)
+    }
+
+    /// An empty cache shaped for this model.
+    /// - Parameter capacity: positions to allocate; defaults to (and is capped at) the context length.
+    public func makeCache(capacity: Int? = nil) -> DenseKVCache {
+        let n = max(1, min(capacity ?? config.contextLength, config.contextLength))
+        return DenseKVCache(layerCount: config.layerCount, kvDim: config.kvDim, capacity: n)
+    }
+
+    /// Runs `tokens` at positions `cache.count ..< cache.count + tokens.count`, appending their K/V rows.
+    ///
+    /// - Parameters:
+    ///   - tokens: token ids, each in `0..<vocabSize`.
+    ///   - cache: the sequence's cache; it must match the model's shape.
+    /// - Returns: the logits of the last token, `[1, vocabSize]`; the view is
+    ///   overwritten by the next call (copy it with `toArray()` to keep it).
+    /// - Throws: ``RuntimeError`` before computing anything when an id is out of
+    ///   range, the input is empty, or the cache would overflow. The cache is then unchanged.
+    @discardableResult
+    public func forward(_ tokens: [Int], cache: some KVCache) throws -> Matrix {
+        guard !tokens.isEmpty else { throw RuntimeError.emptyInput }
+        guard cache.layerCount == config.layerCount, cache.kvDim == config.kvDim else {
+            throw RuntimeError.cacheShapeMismatch(expectedLayers: config.layerCount, expectedKVDim: config.kvDim,
+                                                  layers: cache.layerCount, kvDim: cache.kvDim)
+        }
+        if let bad = tokens.firstIndex(where: { $0 < 0 || $0 >= config.vocabSize }) {
+            throw RuntimeError.tokenOutOfVocabulary(token: tokens[bad], index: bad, vocabSize: config.vocabSize)
+        }
+        let capacity = min(cache.capacity, config.contextLength)
+        guard cache.count + tokens.count <= capacity else {
+            throw RuntimeError.contextOverflow(cachedTokens: cache.count, newTokens: tokens.count, capacity: capacity)
+        }
+        for start in stride(from: 0, to: tokens.count, by: maxBatch) {
+            pass(tokens[start ..< min(tokens.count, start + maxBatch)], cache: cache)
+        }
+        return workspace.logits
+    }
+
+    /// One batched pass over `tokens` (at most `maxBatch`), inputs already checked.
+    private func pass(_ tokens: ArraySlice<Int>, cache: some KVCache) {
+        let c = config, w = weights, s = workspace
+        let t = tokens.count, start = cache.count, end = start + t
+        let x = s.x.rows(0 ..< t), normed = s.normed.rows(0 ..< t), q = s.queries.rows(0 ..< t)
+        let attention = s.attention.rows(0 ..< t), gateUp = s.gateUp.rows(0 ..< t)
+        Kernels.gatherRows(w.tokenEmbedding, ids: tokens, into: x)                      // embed
+        for (l, layer) in w.layers.enumerated() {
+            let keys = cache.keys(layer: l).rows(0 ..< end), values = cache.values(layer: l).rows(0 ..< end)
+            let newKeys = keys.rows(start ..< end), newValues = values.rows(start ..< end)
+            Kernels.rmsNorm(x, weight: layer.attentionNorm, epsilon: c.normEpsilon, into: normed) // attention norm
+            Kernels.matmul(normed, transposed: layer.wq, into: q)                          // Q
+            Kernels.matmul(normed, transposed: layer.wk, into: newKeys)                    // K, straight into the cache
+            Kernels.matmul(normed, transposed: layer.wv, into: newValues)                  // V, straight into the cache
+            Kernels.rope(q, headDim: c.headDim, startPosition: start, cos: w.ropeCos, sin: w.ropeSin)
+            Kernels.rope(newKeys, headDim: c.headDim, startPosition: start, cos: w.ropeCos, sin: w.ropeSin)
+            Kernels.causalAttention(queries: q, keys: keys, values: values, output: attention,
+                                    scores: s.scores, headCount: c.headCount, kvHeadCount: c.kvHeadCount)
+            Kernels.matmul(attention, transposed: layer.wo, into: x, beta: 1)              // output projection + residual
+            Kernels.rmsNorm(x, weight: layer.ffnNorm, epsilon: c.normEpsilon, into: normed) // FFN norm
+            Kernels.matmul(normed, transposed: layer.gateUp, into: gateUp)                 // gate | up
+            Kernels.swiGLU(gateUp)                                                        // silu(gate) * up
+            Kernels.matmul(gateUp.columns(0 ..< c.hiddenDim), transposed: layer.down, into: x, beta: 1) // down + residual
+        }
+        let last = s.normed.row(0)                                                          // only the last row's logits are read
+        Kernels.rmsNorm(x.row(t - 1), weight: w.finalNorm, epsilon: c.normEpsilon, into: last) // final norm
+        Kernels.matmul(last, transposed: w.classifier, into: s.logits)                     // classifier
+        cache.append(tokens)
+    }
+}
