@@ -8,13 +8,15 @@ extension Kernels {
     ///   - out: output `[T, dim]`; may be `x` itself.
     public static func rmsNorm(_ x: Matrix, weight: Matrix, epsilon: Float, into out: Matrix) {
         precondition(x.cols == weight.cols && out.rows == x.rows && out.cols == x.cols, "rmsNorm shape mismatch")
-        let n = x.cols, w = weight.base
-        for r in 0 ..< x.rows {
-            let src = x.base + r * x.rowStride, dst = out.base + r * out.rowStride
-            var sum: Float = 0
-            for i in 0 ..< n { sum += src[i] * src[i] }
-            let scale = 1 / (sum / Float(n) + epsilon).squareRoot()
-            for i in 0 ..< n { dst[i] = w[i] * (scale * src[i]) }
+        parallelBands(x.rows, minimumPerBand: 32) { band in
+            let n = x.cols, w = weight.base
+            for r in band {
+                let src = x.base + r * x.rowStride, dst = out.base + r * out.rowStride
+                var sum: Float = 0
+                for i in 0 ..< n { sum += src[i] * src[i] }
+                let scale = 1 / (sum / Float(n) + epsilon).squareRoot()
+                for i in 0 ..< n { dst[i] = w[i] * (scale * src[i]) }
+            }
         }
     }
 
@@ -29,16 +31,17 @@ extension Kernels {
     public static func rope(_ x: Matrix, headDim: Int, startPosition: Int, cos: Matrix, sin: Matrix) {
         precondition(x.cols % headDim == 0 && cos.cols * 2 == headDim, "rope shape mismatch")
         precondition(startPosition + x.rows <= cos.rows, "rope position beyond the table")
-        let half = headDim / 2
-        for r in 0 ..< x.rows {
-            let row = x.base + r * x.rowStride
-            let c = cos.base + (startPosition + r) * cos.rowStride
-            let s = sin.base + (startPosition + r) * sin.rowStride
-            for head in stride(from: 0, to: x.cols, by: headDim) {
-                for i in 0 ..< half {
-                    let a = row[head + 2 * i], b = row[head + 2 * i + 1]
-                    row[head + 2 * i] = a * c[i] - b * s[i]
-                    row[head + 2 * i + 1] = a * s[i] + b * c[i]
+        parallelBands(x.rows, minimumPerBand: 32) { band in
+            for r in band {
+                let row = x.base + r * x.rowStride
+                let c = cos.base + (startPosition + r) * cos.rowStride
+                let s = sin.base + (startPosition + r) * sin.rowStride
+                for head in stride(from: 0, to: x.cols, by: headDim) {
+                    for i in 0 ..< headDim / 2 {
+                        let a = row[head + 2 * i], b = row[head + 2 * i + 1]
+                        row[head + 2 * i] = a * c[i] - b * s[i]
+                        row[head + 2 * i + 1] = a * s[i] + b * c[i]
+                    }
                 }
             }
         }
@@ -49,17 +52,16 @@ extension Kernels {
     /// - Parameter gateUp: `[T, 2H]`; columns `0..<H` receive the result.
     public static func swiGLU(_ gateUp: Matrix) {
         precondition(gateUp.cols % 2 == 0, "swiGLU needs [gate | up] columns")
-        let h = gateUp.cols / 2
-        for r in 0 ..< gateUp.rows {
-            let g = gateUp.base + r * gateUp.rowStride, u = g + h
-            var i = 0
-            while i + Lanes.scalarCount <= h {
-                let gv = Lanes(g + i), uv = Lanes(u + i)
-                let silu = gv / (1 + fastExp(-gv))
-                (silu * uv).store(to: g + i)
-                i += Lanes.scalarCount
+        parallelBands(gateUp.rows, minimumPerBand: 8) { band in
+            let h = gateUp.cols / 2, width = Lanes.scalarCount, vectorEnd = h - h % width
+            for r in band {
+                let g = gateUp.base + r * gateUp.rowStride, u = g + h
+                for i in stride(from: 0, to: vectorEnd, by: width) {
+                    let gate = Lanes(g + i)
+                    (gate / (1 + fastExp(-gate)) * Lanes(u + i)).store(to: g + i)
+                }
+                for i in vectorEnd ..< h { g[i] = g[i] / (1 + Foundation.exp(-g[i])) * u[i] }
             }
-            while i < h { g[i] = g[i] / (1 + Foundation.exp(-g[i])) * u[i]; i += 1 }
         }
     }
 
@@ -104,21 +106,26 @@ extension Kernels {
     }
 
     static func softmax(_ p: UnsafeMutablePointer<Float>, count: Int) {
-        var maxValue = p[0]
-        for i in 1 ..< count where p[i] > maxValue { maxValue = p[i] }
-        var i = 0, sum: Float = 0
+        let width = Lanes.scalarCount, vectorEnd = count - count % width
+        var maxLanes = Lanes(repeating: -.infinity)
+        for i in stride(from: 0, to: vectorEnd, by: width) {
+            let v = Lanes(p + i)
+            maxLanes.replace(with: v, where: v .> maxLanes)
+        }
+        var maxValue = maxLanes.max()
+        for i in vectorEnd ..< count where p[i] > maxValue { maxValue = p[i] }
         let m = Lanes(repeating: maxValue)
         var acc = Lanes(repeating: 0)
-        while i + Lanes.scalarCount <= count {
+        for i in stride(from: 0, to: vectorEnd, by: width) {
             let e = fastExp(Lanes(p + i) - m)
             e.store(to: p + i)
             acc += e
-            i += Lanes.scalarCount
         }
-        sum = acc.sum()
-        while i < count { p[i] = Foundation.exp(p[i] - maxValue); sum += p[i]; i += 1 }
-        let inv = 1 / sum
-        for j in 0 ..< count { p[j] *= inv }
+        var sum = acc.sum()
+        for i in vectorEnd ..< count { p[i] = Foundation.exp(p[i] - maxValue); sum += p[i] }
+        let inverse = 1 / sum, scale = Lanes(repeating: inverse)
+        for i in stride(from: 0, to: vectorEnd, by: width) { (Lanes(p + i) * scale).store(to: p + i) }
+        for i in vectorEnd ..< count { p[i] *= inverse }
     }
 }
 
@@ -137,9 +144,18 @@ extension SIMD8 where Scalar == Float {
 
 /// `e^x` lane-wise, with a Cephes-style degree-5 polynomial (relative error about 2e-7,
 /// inputs clamped to the float range), several times faster than scalar `expf`.
+///
+/// Rounding and the float-to-integer step use the 1.5 · 2²³ trick: adding it
+/// leaves round-to-nearest(x) in the low mantissa bits, which keeps every step
+/// a plain vector instruction (the generic SIMD conversions are not).
 @inline(__always) func fastExp(_ x: Lanes) -> Lanes {
-    let clamped = x.clamped(lowerBound: Lanes(repeating: -87.3), upperBound: Lanes(repeating: 88.3))
-    let n = (clamped * 1.442_695_04).rounded(.toNearestOrEven)
+    let magic = Lanes(repeating: 0x1.8p23)
+    // Clamp with compare-and-replace: pointwiseMin/Max are not lowered to vector instructions.
+    var clamped = x
+    clamped.replace(with: Lanes(repeating: 88.3), where: clamped .> Lanes(repeating: 88.3))
+    clamped.replace(with: Lanes(repeating: -87.3), where: clamped .< Lanes(repeating: -87.3))
+    let shifted = clamped * 1.442_695_04 + magic
+    let n = shifted - magic
     var r = clamped - n * 0.693_359_375
     r = r - n * -2.121_944_4e-4
     var poly = Lanes(repeating: 1.987_569_15e-4)
@@ -149,6 +165,8 @@ extension SIMD8 where Scalar == Float {
     poly = poly * r + 1.666_666_55e-1
     poly = poly * r + 5.000_000_1e-1
     let y = poly * (r * r) + r + 1
-    let exponent = (SIMD8<Int32>(n, rounding: .towardZero) &+ 127) &<< 23
-    return y * unsafeBitCast(exponent, to: Lanes.self)
+    // 2^n: the integer n sits in the low bits of `shifted`; move it into the exponent field
+    // (a multiply by 2^23, because the generic SIMD shift is not vectorised).
+    let integer = unsafeBitCast(shifted, to: SIMD8<Int32>.self) &- unsafeBitCast(magic, to: SIMD8<Int32>.self)
+    return y * unsafeBitCast((integer &+ 127) &* (1 << 23), to: Lanes.self)
 }

@@ -15,7 +15,7 @@ public struct ModelCatalog: Sendable {
             return ModelCatalog(directory: URL(fileURLWithPath: override))
         }
         var url = URL(fileURLWithPath: #filePath)
-        for _ in 0 ..< 5 { url.deleteLastPathComponent() }   // Sources/LMRuntime/Model/ModelCatalog.swift
+        for _ in 0 ..< 4 { url.deleteLastPathComponent() }   // Sources/LMRuntime/Model/ModelCatalog.swift
         return ModelCatalog(directory: url.appendingPathComponent("Models"))
     }
 

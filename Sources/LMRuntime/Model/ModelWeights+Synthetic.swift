@@ -7,14 +7,16 @@ extension ModelWeights {
     /// index), so generation runs in parallel and gives the same floats on every
     /// machine. Scales keep activations finite over the whole context:
     /// projections preserve unit variance, the two projections that feed the
-    /// residual stream are damped by `1/sqrt(2 · layerCount)`, and the shared
-    /// embedding gives logits a standard deviation near 3.
+    /// residual stream are damped by `1/sqrt(2 · layerCount)`, embeddings have unit
+    /// variance, and the classifier gives logits a standard deviation near 2.5.
+    /// A shared classifier would make every token predict itself (its own
+    /// embedding dominates the residual), so the bundled configs keep it separate.
     /// - Throws: ``ModelLoadError/invalidDimensions(_:)`` when the config is impossible.
     public static func synthetic(_ config: ModelConfig, seed: UInt64) throws -> ModelWeights {
         let weights = try ModelWeights(zeroedFor: config)
         let residualDamping = 1 / Float(2 * config.layerCount).squareRoot()
         func unit(_ fanIn: Int) -> Float { (3 / Float(fanIn)).squareRoot() }
-        var jobs: [(Matrix, Float)] = [(weights.tokenEmbedding, 3 * unit(config.dim))]
+        var jobs: [(Matrix, Float)] = [(weights.tokenEmbedding, Float(3).squareRoot())]
         for layer in weights.layers {
             jobs += [(layer.wq, unit(config.dim)), (layer.wk, unit(config.dim)), (layer.wv, unit(config.dim)),
                      (layer.wo, unit(config.dim) * residualDamping), (layer.gateUp, unit(config.dim)),
@@ -22,7 +24,7 @@ extension ModelWeights {
             Kernels.fill(layer.attentionNorm, with: 1)
             Kernels.fill(layer.ffnNorm, with: 1)
         }
-        if !config.sharedClassifier { jobs.append((weights.classifier, unit(config.dim))) }
+        if !config.sharedClassifier { jobs.append((weights.classifier, 2.5 * unit(config.dim))) }
         Kernels.fill(weights.finalNorm, with: 1)
         // Split big matrices into row bands so both cores stay busy; each band has its own stream.
         var bands: [(Matrix, UInt64, Float)] = []

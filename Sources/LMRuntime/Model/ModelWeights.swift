@@ -70,14 +70,6 @@ public final class ModelWeights: Sendable {
     /// Total bytes of weights.
     public var byteCount: Int { storage.byteCount }
 
-    /// Bytes a decode step streams from memory: every layer matrix and the classifier
-    /// (the embedding is read one row per token and is not counted).
-    public var decodeWeightBytes: Int {
-        let c = config
-        let perLayer = 2 * c.dim * c.dim + 2 * c.kvDim * c.dim + 3 * c.dim * c.hiddenDim + 2 * c.dim
-        return 4 * (c.layerCount * perLayer + c.vocabSize * c.dim + c.dim)
-    }
-
     // RoPE angles computed in float32 exactly as llama2.c's run.c does, so
     // positions agree with the reference bit for bit before the trig call.
     private static func ropeTables(_ config: ModelConfig) -> (Matrix, Matrix) {

@@ -2,7 +2,7 @@
 final class Workspace {
     let x, normed, queries, attention: Matrix   // [maxBatch, dim]
     let gateUp: Matrix                          // [maxBatch, 2 * hiddenDim]
-    let scores: Matrix                          // [attentionBlockRows, contextLength]
+    let scores: Matrix                          // [workers * attentionBlockRows, contextLength]
     let logits: Matrix                          // [1, vocabSize]
 
     init(_ c: ModelConfig, maxBatch: Int) {
@@ -11,7 +11,7 @@ final class Workspace {
         queries = .zeros(rows: maxBatch, cols: c.dim)
         attention = .zeros(rows: maxBatch, cols: c.dim)
         gateUp = .zeros(rows: maxBatch, cols: 2 * c.hiddenDim)
-        scores = .zeros(rows: min(maxBatch, Kernels.attentionBlockRows), cols: c.contextLength)
+        scores = .zeros(rows: Kernels.attentionScratchRows(workers: Kernels.workerCount), cols: c.contextLength)
         logits = .zeros(rows: 1, cols: c.vocabSize)
     }
 }

@@ -1,0 +1,59 @@
+import ArgumentParser
+import Foundation
+import LMRuntime
+
+extension KVBench {
+    /// `kvbench kernels`: the machine's BLAS ceilings and how close the transformer gets to them.
+    struct Kernels: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Measure sgemm/sgemv ceilings and each model's prefill and decode throughput against them.")
+
+        @OptionGroup var options: ModelOptions
+
+        @Option(name: .long, parsing: .upToNextOption,
+                help: "Prefill lengths to measure (those beyond a model's context are skipped).")
+        var prefill: [Int] = [128, 512, 2048]
+
+        @Option(name: .long, help: "Tokens to decode when measuring decode speed.")
+        var decodeTokens: Int = 32
+
+        @Option(name: .long, help: "Repetitions per measurement; the best is reported.")
+        var repeats: Int = 4
+
+        @Flag(name: .long, help: "Print the results as JSON (fields documented in README.md).")
+        var json = false
+
+        func validate() throws {
+            if prefill.isEmpty || prefill.contains(where: { $0 < 1 }) {
+                throw ValidationError("--prefill needs positive token counts.")
+            }
+            if decodeTokens < 1 { throw ValidationError("--decode-tokens must be at least 1.") }
+            if repeats < 1 { throw ValidationError("--repeats must be at least 1.") }
+        }
+
+        func run() async throws {
+            options.configureThreads()
+            var models: [ModelWeights] = []
+            if options.model != nil || options.checkpoint != nil {
+                models = [try options.loadWeights(fallback: "base")]
+            } else {
+                let catalog = ModelCatalog.bundled
+                for name in catalog.names {
+                    progress("loading \(name)…")
+                    models.append(try catalog.weights(for: catalog.config(named: name)))
+                }
+            }
+            let probe = KernelProbe(repeats: repeats)
+            progress("measuring sgemv on \(KernelProbe.streamBytes >> 20) MiB of weights…")
+            let sgemv = probe.sgemvGBps()
+            var reports: [ModelReport] = []
+            for weights in models {
+                progress("measuring \(weights.config.name)…")
+                reports.append(probe.measure(weights, prefillLengths: prefill, decodeTokens: decodeTokens,
+                                             sgemvGBps: sgemv))
+            }
+            let report = KernelReport(blas_threads: LMRuntime.Kernels.blasThreadCount, sgemv_gbps: sgemv, models: reports)
+            print(json ? try jsonText(report) : report.table)
+        }
+    }
+}

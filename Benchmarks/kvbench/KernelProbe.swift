@@ -1,0 +1,116 @@
+import Foundation
+import LMRuntime
+
+/// What `kvbench kernels` prints for one model.
+struct ModelReport: Encodable {
+    struct Prefill: Encodable {
+        let tokens: Int
+        let tokens_per_second: Double
+        let gflops: Double
+        let sgemm_gflops: Double
+        let ratio_to_sgemm: Double
+    }
+
+    let model: String
+    let parameters: Int
+    let sgemm_gflops: Double
+    let prefill: [Prefill]
+    let decode_tokens_per_second: Double
+    let decode_weight_gbps: Double
+    let decode_ratio_to_sgemv: Double
+}
+
+/// The whole `kvbench kernels` result.
+struct KernelReport: Encodable {
+    let blas_threads: Int
+    let sgemv_gbps: Double
+    let models: [ModelReport]
+
+    var table: String {
+        var lines = ["sgemv ceiling (weights streamed from DRAM): \(fmt(sgemv_gbps)) GB/s, OpenBLAS threads: \(blas_threads)", ""]
+        for m in models {
+            lines.append("\(m.model) (\(m.parameters / 1000)K parameters), sgemm ceiling at its shapes: \(fmt(m.sgemm_gflops)) GFLOP/s")
+            lines.append("  prefill  tokens   tokens/s   GFLOP/s   ÷ sgemm")
+            for p in m.prefill {
+                lines.append("           \(pad(p.tokens, 6)) \(pad(fmt(p.tokens_per_second), 10)) \(pad(fmt(p.gflops), 9)) \(pad(fmt(p.ratio_to_sgemm), 9))")
+            }
+            lines.append("  decode   \(fmt(m.decode_tokens_per_second)) tokens/s, \(fmt(m.decode_weight_gbps)) GB/s of weights, ÷ sgemv \(fmt(m.decode_ratio_to_sgemv))")
+            lines.append("")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private func fmt(_ x: Double) -> String { String(format: x >= 100 ? "%.0f" : x >= 10 ? "%.1f" : "%.2f", x) }
+    private func pad(_ x: some CustomStringConvertible, _ n: Int) -> String {
+        let s = "\(x)"
+        return String(repeating: " ", count: max(0, n - s.count)) + s
+    }
+}
+
+/// Times BLAS ceilings and model passes; the best of `repeats` runs counts.
+struct KernelProbe {
+    /// Bytes the sgemv ceiling streams: far beyond any last-level cache.
+    static let streamBytes = 512 << 20
+    let repeats: Int
+
+    /// Matrix–vector throughput over `streamBytes` of weights, in GB/s.
+    func sgemvGBps() -> Double {
+        let cols = 1024, rows = Self.streamBytes / (4 * cols)
+        let a = Matrix.zeros(rows: rows, cols: cols)
+        LMRuntime.Kernels.fillUniform(a, seed: 1, scale: 1)
+        let x = Matrix.zeros(rows: 1, cols: cols), y = Matrix.zeros(rows: 1, cols: rows)
+        let best = (0 ..< max(repeats, 3)).map { _ in seconds { LMRuntime.Kernels.matmul(x, transposed: a, into: y) } }.min()!
+        return Double(Self.streamBytes) / best / 1e9
+    }
+
+    /// sgemm GFLOP/s for `[m, k] · [n, k]ᵀ`.
+    func sgemmGFLOPs(m: Int, n: Int, k: Int) -> Double {
+        let a = Matrix.zeros(rows: m, cols: k), b = Matrix.zeros(rows: n, cols: k), c = Matrix.zeros(rows: m, cols: n)
+        LMRuntime.Kernels.fillUniform(a, seed: 2, scale: 1)
+        LMRuntime.Kernels.fillUniform(b, seed: 3, scale: 1)
+        LMRuntime.Kernels.matmul(a, transposed: b, into: c)   // warm up threads and caches
+        let best = (0 ..< 2).map { _ in seconds { LMRuntime.Kernels.matmul(a, transposed: b, into: c) } }.min()!
+        return 2 * Double(m * n * k) / best / 1e9
+    }
+
+    /// The fastest sgemm over the model's own projection shapes at `tokens` rows: its compute ceiling.
+    func sgemmCeiling(_ c: ModelConfig, tokens: Int) -> Double {
+        let shapes = [(c.dim, c.dim), (c.kvDim, c.dim), (2 * c.hiddenDim, c.dim), (c.dim, c.hiddenDim)]
+        return shapes.map { sgemmGFLOPs(m: tokens, n: $0.0, k: $0.1) }.max()!
+    }
+
+    func measure(_ weights: ModelWeights, prefillLengths: [Int], decodeTokens: Int, sgemvGBps: Double) -> ModelReport {
+        let c = weights.config
+        let lengths = prefillLengths.filter { $0 <= c.contextLength }
+        let model = Transformer(weights: weights, maxBatch: lengths.max() ?? 1)
+        let cache = model.makeCache()
+        var prefills: [ModelReport.Prefill] = []
+        for n in lengths {
+            let tokens = (0 ..< n).map { ($0 * 7919 + 11) % c.vocabSize }
+            // Alternate ceiling and model runs so both see the same machine load; keep the best of each.
+            var ceiling = 0.0, best = Double.infinity
+            for _ in 0 ..< repeats {
+                ceiling = max(ceiling, sgemmCeiling(c, tokens: n))
+                cache.truncate(to: 0)
+                best = min(best, seconds { _ = try? model.forward(tokens, cache: cache) })
+            }
+            let gflops = c.forwardFLOPs(cachedTokens: 0, newTokens: n) / best / 1e9
+            prefills.append(.init(tokens: n, tokens_per_second: Double(n) / best, gflops: gflops,
+                                  sgemm_gflops: ceiling, ratio_to_sgemm: gflops / ceiling))
+        }
+        // Decode after a short prompt, so weights (not the cache) dominate the traffic.
+        let prompt = Array(0 ..< min(16, c.contextLength - decodeTokens - 1)).map { $0 % c.vocabSize }
+        let perToken = (0 ..< repeats).map { _ in
+            cache.truncate(to: 0)
+            _ = try? model.forward(prompt, cache: cache)
+            return seconds {
+                for i in 0 ..< decodeTokens { _ = try? model.forward([(i * 31) % c.vocabSize], cache: cache) }
+            } / Double(decodeTokens)
+        }.min()!
+        let weightGBps = Double(c.decodeWeightBytes) / perToken / 1e9
+        return ModelReport(model: c.name, parameters: c.parameterCount,
+                           sgemm_gflops: prefills.map(\.sgemm_gflops).max() ?? sgemmCeiling(c, tokens: 512), prefill: prefills,
+                           decode_tokens_per_second: 1 / perToken, decode_weight_gbps: weightGBps,
+                           decode_ratio_to_sgemv: weightGBps / sgemvGBps)
+    }
+}
