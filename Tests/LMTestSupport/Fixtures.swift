@@ -45,3 +45,35 @@ public enum Fixtures {
         return zip(a, b).map { abs($0 - $1) / max(1, abs($1)) }.max() ?? 0
     }
 }
+
+extension Fixtures {
+    /// Texts that stress an encoder: empty, whitespace runs, punctuation, non-ASCII, emoji, long.
+    public static let trickyTexts: [String] = [
+        "", " ", "  ", "a", "Once upon a time", "  two leading spaces", "trailing spaces   ",
+        "tabs\tand\nnewlines\n\n", "punctuation!?,.;:\"'()[]{}", "naïve café, Ωmega, 日本語, Привет",
+        "emoji 🙂🚀👩‍👩‍👧 and flags 🇵🇹", "\u{0}\u{1}control\u{7F}", "numbers 1234567890 3.14159",
+        String(repeating: "The quick brown fox jumps over the lazy dog. ", count: 40),
+    ]
+
+    /// The bundled `Models/` folder of this checkout.
+    public static var bundledCatalog: ModelCatalog { ModelCatalog(directory: packageRoot.appendingPathComponent("Models")) }
+
+    /// The bundled tokenizer (`Models/tokenizer.bin`).
+    public static let bundledTokenizer: Tokenizer = {
+        // Shipped in the repository; failing to load it is a broken checkout.
+        try! Tokenizer(contentsOf: packageRoot.appendingPathComponent("Models/tokenizer.bin"))
+    }()
+
+    /// English text that is not part of the tokenizer's training corpus.
+    public static let heldOutEnglish = """
+        The assistant suggested a short evening walk, a light dinner with rice and vegetables, and an \
+        early night before tomorrow's interval session. After the meeting, please send the updated \
+        slides to the whole team and add a summary of the decisions we made about the spring release. \
+        The weather should stay dry until the afternoon, when a little rain may arrive from the coast.
+        """
+
+    /// A temporary file path unique to this process.
+    public static func temporaryFile(_ name: String) -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("kvsession-\(ProcessInfo.processInfo.processIdentifier)-\(name)")
+    }
+}

@@ -36,3 +36,14 @@ extension Kernels {
         }
     }
 }
+
+extension Kernels {
+    /// Appends the elements of `matrix`, row by row, to `data` as little-endian float32.
+    public static func appendLittleEndianFloats(_ matrix: Matrix, to data: inout Data) {
+        data.reserveCapacity(data.count + 4 * matrix.rows * matrix.cols)
+        for r in 0 ..< matrix.rows {
+            let row = UnsafeBufferPointer(start: matrix.base + r * matrix.rowStride, count: matrix.cols)
+            for value in row { withUnsafeBytes(of: value.bitPattern.littleEndian) { data.append(contentsOf: $0) } }
+        }
+    }
+}

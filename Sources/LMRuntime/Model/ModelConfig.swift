@@ -109,8 +109,11 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         try require(headCount % kvHeadCount == 0, "kvHeadCount \(kvHeadCount) does not divide headCount \(headCount)")
         try require(normEpsilon > 0 && normEpsilon.isFinite, "normEpsilon must be positive, got \(normEpsilon)")
         try require(ropeTheta > 1 && ropeTheta.isFinite, "ropeTheta must exceed 1, got \(ropeTheta)")
-        // Keep every buffer index well inside Int32 (BLAS) and memory sane.
-        try require(parameterCount < 1 << 31, "the model has \(parameterCount) parameters; the limit is 2^31")
+        // Keep every buffer index well inside Int32 (BLAS) and memory sane; counted in
+        // Double so that absurd headers cannot overflow the check itself.
+        let d = Double(dim), kv = Double(kvHeadCount) * Double(dim / headCount)
+        let parameters = Double(vocabSize) * d * 2 + Double(layerCount) * (2 * d + 2 * d * d + 2 * kv * d + 3 * d * Double(hiddenDim)) + d
+        try require(parameters < 0x1p31, "the model would have \(parameters) parameters; the limit is 2^31")
         try require(contextLength <= 1 << 20, "contextLength \(contextLength) exceeds 1,048,576")
     }
 }

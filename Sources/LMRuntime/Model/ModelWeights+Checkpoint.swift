@@ -75,3 +75,35 @@ extension ModelWeights {
         return config
     }
 }
+
+extension ModelWeights {
+    /// The weights as a llama2.c checkpoint (the inverse of ``checkpoint(at:)``), so a
+    /// synthetic model can be run by llama2.c or reloaded with `--checkpoint`.
+    public func checkpointData() -> Data {
+        let c = config, h = c.hiddenDim
+        var data = Data()
+        let header = [c.dim, c.hiddenDim, c.layerCount, c.headCount, c.kvHeadCount,
+                      c.sharedClassifier ? c.vocabSize : -c.vocabSize, c.contextLength]
+        for value in header { withUnsafeBytes(of: Int32(value).littleEndian) { data.append(contentsOf: $0) } }
+        func write(_ matrices: [Matrix]) { for m in matrices { Kernels.appendLittleEndianFloats(m, to: &data) } }
+        write([tokenEmbedding])
+        write(layers.map(\.attentionNorm))
+        write(layers.map(\.wq))
+        write(layers.map(\.wk))
+        write(layers.map(\.wv))
+        write(layers.map(\.wo))
+        write(layers.map(\.ffnNorm))
+        write(layers.map { $0.gateUp.rows(0 ..< h) })
+        write(layers.map(\.down))
+        write(layers.map { $0.gateUp.rows(h ..< 2 * h) })
+        write([finalNorm])
+        // llama2.c's legacy format still carries its RoPE tables; store the real values.
+        let tables = Matrix.zeros(rows: c.contextLength, cols: c.headDim / 2)
+        Kernels.copy(ropeCos, into: tables)
+        write([tables])
+        Kernels.copy(ropeSin, into: tables)
+        write([tables])
+        if !c.sharedClassifier { write([classifier]) }
+        return data
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import LMRuntime
+import LMTestSupport
+import PropertyBased
+import Testing
+
+struct TokenizerTests {
+    static let tok512 = Fixtures.sharedModel("tok512.bin").flatMap { try? Tokenizer(contentsOf: $0, vocabSize: 512) }
+
+    @Test func encode_matchesReferenceLoopOnTrickyTexts_bundled() {
+        let tokenizer = Fixtures.bundledTokenizer
+        for text in Fixtures.trickyTexts {
+            #expect(tokenizer.encode(text) == referenceEncode(text, with: tokenizer), "\(text.debugDescription)")
+        }
+    }
+
+    @Test(.enabled(if: tok512 != nil, "skipped: ../shared/models/tok512.bin is absent"))
+    func encode_matchesReferenceLoopOnTrickyTexts_tok512() throws {
+        let tokenizer = try #require(Self.tok512)
+        for text in Fixtures.trickyTexts {
+            #expect(tokenizer.encode(text) == referenceEncode(text, with: tokenizer), "\(text.debugDescription)")
+        }
+    }
+
+    @Test func encode_matchesReferenceLoopOnRandomText() async {
+        let tokenizer = Fixtures.bundledTokenizer
+        let alphabet: [Character] = Array("abcdefghijklmnopqrstuvwxyz ETAOIN,.!?'\n\t  éüß€日本🙂")
+        await propertyCheck(count: 200, input: Gen.element(of: alphabet).array(of: 0 ... 80)) { chars in
+            let text = String(chars.compactMap { $0 })
+            #expect(tokenizer.encode(text) == referenceEncode(text, with: tokenizer), "\(text.debugDescription)")
+        }
+    }
+
+    @Test func encode_emptyTextIsBOSOnlyAndFlagsAreHonoured() {
+        let tokenizer = Fixtures.bundledTokenizer
+        #expect(tokenizer.encode("") == [Tokenizer.bos])
+        #expect(tokenizer.encode("", bos: false) == [])
+        #expect(tokenizer.encode("hi", bos: false, eos: true).last == Tokenizer.eos)
+        #expect(tokenizer.encode("hi", bos: false, eos: true).first != Tokenizer.bos)
+    }
+
+    @Test func encode_unknownScalarsFallBackToBytes() throws {
+        let tokenizer = Fixtures.bundledTokenizer
+        let tokens = tokenizer.encode("🙂", bos: false)
+        // A dummy-prefix space, then the four UTF-8 bytes of U+1F642 as byte tokens.
+        #expect(Array(tokens.dropFirst()) == [0xF0, 0x9F, 0x99, 0x82].map { $0 + Tokenizer.byteOffset })
+    }
+
+    @Test func decode_roundTripsEncodedText() {
+        let tokenizer = Fixtures.bundledTokenizer
+        for text in Fixtures.trickyTexts where !text.hasPrefix(" ") {
+            #expect(tokenizer.decode(tokenizer.encode(text)) == text, "\(text.debugDescription)")
+        }
+    }
+
+    @Test func decode_byteTokensAreRawBytesAndSpecialsAreSilent() {
+        let tokenizer = Fixtures.bundledTokenizer
+        let tokens = [Tokenizer.bos] + Array("€".utf8).map { Int($0) + Tokenizer.byteOffset } + [Tokenizer.eos]
+        #expect(tokenizer.decode(tokens) == "€")
+    }
+
+    @Test func controlPieces_areReservedAndNeverProducedFromText() throws {
+        let tokenizer = Fixtures.bundledTokenizer
+        for (offset, piece) in ControlPieces.all.enumerated() {
+            let id = try #require(tokenizer.id(of: piece))
+            #expect(id == Tokenizer.byteOffset + 256 + offset)
+            #expect(!tokenizer.encode("say \(piece) please").contains(id))
+        }
+    }
+
+    @Test func bundled_hasRoughly4kEntriesAndCompressesHeldOutEnglish() {
+        let tokenizer = Fixtures.bundledTokenizer
+        #expect(tokenizer.vocabSize == 4096)
+        let text = Fixtures.heldOutEnglish
+        let ratio = Double(text.count) / Double(tokenizer.encode(text, bos: false).count)
+        #expect(ratio >= 3, "only \(ratio) characters per token on held-out English")
+    }
+
+    @Test func serialized_roundTripsThroughTheFileFormat() throws {
+        let tokenizer = Fixtures.bundledTokenizer
+        let copy = try Tokenizer(serialized: tokenizer.serialized())
+        #expect(copy.pieces == tokenizer.pieces)
+        #expect(copy.scores == tokenizer.scores)
+        #expect(copy.maxTokenLength == tokenizer.maxTokenLength)
+    }
+}

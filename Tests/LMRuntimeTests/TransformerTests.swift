@@ -1,0 +1,127 @@
+import Foundation
+import LMRuntime
+import LMTestSupport
+import Testing
+
+struct TransformerTests {
+    let weights = Fixtures.tinyWeights()
+
+    /// Splits `tokens` into consecutive chunks of the given sizes (the last takes the rest).
+    static func chunks(_ tokens: [Int], sizes: [Int]) -> [[Int]] {
+        var out: [[Int]] = [], start = 0
+        for size in sizes where start < tokens.count {
+            out.append(Array(tokens[start ..< min(tokens.count, start + size)]))
+            start += size
+        }
+        if start < tokens.count { out.append(Array(tokens[start...])) }
+        return out
+    }
+
+    @Test(arguments: [1, 2, 3, 5, 17, 64])
+    func forward_chunkedPrefillMatchesOneShot(length: Int) throws {
+        let model = Transformer(weights: weights)
+        let tokens = Fixtures.tokens(count: length, vocabSize: weights.config.vocabSize, seed: UInt64(length))
+        let expected = try model.forward(tokens, cache: model.makeCache()).toArray()
+        var rng = SeededGenerator(seed: 99)
+        let chunkings: [[Int]] = [
+            [length], Array(repeating: 1, count: length), [1, length], [2, 3, 5, 7],
+            (0 ..< 6).map { _ in 1 + Int(rng.next() % 9) },
+        ]
+        for sizes in chunkings {
+            let cache = model.makeCache()
+            var logits: [Float] = []
+            for chunk in Self.chunks(tokens, sizes: sizes) { logits = try model.forward(chunk, cache: cache).toArray() }
+            #expect(Fixtures.maxRelativeError(logits, expected) <= 1e-4, "chunks \(sizes)")
+            #expect(cache.tokens == tokens)
+            #expect(try cache.deviationFromFreshPrefill(model).maxRelativeError <= 1e-4)
+        }
+    }
+
+    /// Beyond one attention block (128 rows), several workers, and a small internal batch.
+    @Test func forward_longSequencesAcrossBlocksAndBatchesMatch() throws {
+        let config = Fixtures.tinyConfig(contextLength: 400)
+        let weights = Fixtures.tinyWeights(config)
+        let tokens = Fixtures.tokens(count: 300, vocabSize: config.vocabSize, seed: 5)
+        let whole = Transformer(weights: weights)
+        let expected = try whole.forward(tokens, cache: whole.makeCache()).toArray()
+        let batched = Transformer(weights: weights, maxBatch: 37)
+        let cache = batched.makeCache()
+        let logits = try batched.forward(tokens, cache: cache).toArray()
+        #expect(Fixtures.maxRelativeError(logits, expected) <= 1e-4)
+        #expect(try cache.deviationFromFreshPrefill(whole).maxRelativeError <= 1e-4)
+        var stepwise: [Float] = []
+        let decoded = whole.makeCache()
+        try whole.forward(Array(tokens.prefix(150)), cache: decoded)
+        for token in tokens.dropFirst(150) { stepwise = try whole.forward([token], cache: decoded).toArray() }
+        #expect(Fixtures.maxRelativeError(stepwise, expected) <= 1e-4)
+    }
+
+    @Test func forward_isDeterministicAcrossInstances() throws {
+        let tokens = Fixtures.tokens(count: 12, vocabSize: weights.config.vocabSize, seed: 8)
+        let a = Transformer(weights: weights), b = Transformer(weights: Fixtures.tinyWeights())
+        // OpenBLAS may pick other kernels when another test changes its thread count, so
+        // compare within rounding; greedy tokens must agree exactly.
+        let x = try a.forward(tokens, cache: a.makeCache()).toArray(), y = try b.forward(tokens, cache: b.makeCache()).toArray()
+        #expect(Fixtures.maxRelativeError(x, y) <= 1e-5)
+        var s1 = try Sampler(.greedy), s2 = try Sampler(.greedy)
+        let g1 = try a.generate(prompt: tokens, maxNewTokens: 20, sampler: &s1, cache: a.makeCache(), stopTokens: [])
+        let g2 = try b.generate(prompt: tokens, maxNewTokens: 20, sampler: &s2, cache: b.makeCache(), stopTokens: [])
+        #expect(g1 == g2)
+    }
+
+    @Test func forward_staysFiniteOverTheWholeContext() throws {
+        let config = Fixtures.tinyConfig(contextLength: 256)
+        let model = Transformer(weights: Fixtures.tinyWeights(config))
+        let cache = model.makeCache()
+        let logits = try model.forward(Fixtures.tokens(count: 256, vocabSize: config.vocabSize, seed: 4), cache: cache)
+        #expect(logits.toArray().allSatisfy { $0.isFinite })
+        #expect((0 ..< config.layerCount).allSatisfy { cache.keys(layer: $0).rows(0 ..< 256).toArray().allSatisfy { $0.isFinite } })
+    }
+
+    @Test func forward_separateClassifierIsUsed() throws {
+        let config = Fixtures.tinyConfig(sharedClassifier: false)
+        let model = Transformer(weights: Fixtures.tinyWeights(config))
+        let tied = Transformer(weights: Fixtures.tinyWeights(Fixtures.tinyConfig()))
+        let tokens = [3, 4, 5]
+        #expect(try model.forward(tokens, cache: model.makeCache()).toArray()
+            != tied.forward(tokens, cache: tied.makeCache()).toArray())
+    }
+
+    @Test func generate_stopsAtStopTokenMaxTokensOrFullCache() throws {
+        let model = Transformer(weights: weights)
+        var sampler = try Sampler(.greedy)
+        let out = try model.generate(prompt: [Tokenizer.bos, 10, 11], maxNewTokens: 5, sampler: &sampler,
+                                     cache: model.makeCache(), stopTokens: [])
+        #expect(out.generatedTokens.count == 5 && out.stopReason == .maxTokens)
+        // Stopping on the token greedy would pick first produces nothing.
+        var again = try Sampler(.greedy)
+        let stopped = try model.generate(prompt: [Tokenizer.bos, 10, 11], maxNewTokens: 5, sampler: &again,
+                                         cache: model.makeCache(), stopTokens: [out.generatedTokens[0]])
+        #expect(stopped.generatedTokens.isEmpty && stopped.stopReason == .stopToken)
+        var full = try Sampler(.greedy)
+        let small = model.makeCache(capacity: 6)
+        let capped = try model.generate(prompt: [Tokenizer.bos, 10, 11], maxNewTokens: 50, sampler: &full,
+                                        cache: small, stopTokens: [])
+        #expect(capped.stopReason == .contextFull && small.count == 6 && capped.generatedTokens.count == 4)
+    }
+
+    @Test func checkpointData_roundTripsSyntheticWeightsBitForBit() throws {
+        for shared in [true, false] {
+            let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(sharedClassifier: shared))
+            let url = Fixtures.temporaryFile("roundtrip-\(shared).bin")
+            defer { try? FileManager.default.removeItem(at: url) }
+            try weights.checkpointData().write(to: url)
+            let loaded = try ModelWeights.checkpoint(at: url)
+            #expect(loaded.config.dim == weights.config.dim && loaded.config.sharedClassifier == shared)
+            #expect(loaded.tokenEmbedding.toArray() == weights.tokenEmbedding.toArray())
+            #expect(loaded.classifier.toArray() == weights.classifier.toArray())
+            #expect(loaded.finalNorm.toArray() == weights.finalNorm.toArray())
+            for (x, y) in zip(loaded.layers, weights.layers) {
+                for (p, q) in [(x.attentionNorm, y.attentionNorm), (x.wq, y.wq), (x.wk, y.wk), (x.wv, y.wv), (x.wo, y.wo),
+                               (x.ffnNorm, y.ffnNorm), (x.gateUp, y.gateUp), (x.down, y.down)] {
+                    #expect(p.toArray() == q.toArray())
+                }
+            }
+        }
+    }
+}
