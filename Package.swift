@@ -35,7 +35,7 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
-        .testTarget(name: "KVBenchTests", dependencies: ["LMTestSupport"]),
+        .testTarget(name: "KVBenchTests", dependencies: ["LMTestSupport", "kvbench"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,2 +1,114 @@
+import Foundation
+import LMRuntime
+import LMTestSupport
 import Testing
-@Test func placeholder() {}
+
+/// Runs the built `kvbench` executable and checks what it prints.
+struct KVBenchTests {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static var executable: URL {
+        let beside = Bundle.main.bundleURL.appendingPathComponent("kvbench")
+        if FileManager.default.isExecutableFile(atPath: beside.path) { return beside }
+        return Fixtures.packageRoot.appendingPathComponent(".build/debug/kvbench")
+    }
+
+    static func run(_ arguments: [String]) throws -> Run {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.currentDirectoryURL = Fixtures.packageRoot
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                   stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    struct GenerateOutput: Decodable {
+        let prompt_token_ids: [Int]
+        let generated_token_ids: [Int]
+        let text: String
+    }
+
+    @Test func generate_jsonCarriesTokenIdsAndText() throws {
+        let run = try Self.run(["generate", "--model", "tiny", "--prompt", "Suggest a recipe using", "--max-tokens", "7", "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let output = try JSONDecoder().decode(GenerateOutput.self, from: Data(run.stdout.utf8))
+        let tokenizer = Fixtures.bundledTokenizer
+        #expect(output.prompt_token_ids == tokenizer.encode("Suggest a recipe using"))
+        #expect(output.generated_token_ids.count <= 7)
+        #expect(output.text == tokenizer.decode(output.prompt_token_ids + output.generated_token_ids))
+    }
+
+    @Test func generate_plainPrintsPromptThenContinuation() throws {
+        let run = try Self.run(["generate", "--model", "tiny", "--prompt", "Hello coach", "--max-tokens", "3"])
+        #expect(run.status == 0 && run.stdout.hasPrefix("Hello coach"), "\(run.stdout)")
+    }
+
+    @Test(.enabled(if: Fixtures.sharedModel("stories260K.bin") != nil, "skipped: ../shared/models/stories260K.bin is absent"))
+    func generate_checkpointReproducesLlama2cGreedyTokens() throws {
+        let model = try #require(Fixtures.sharedModel("stories260K.bin")), tok = try #require(Fixtures.sharedModel("tok512.bin"))
+        let run = try Self.run(["generate", "--checkpoint", model.path, "--tokenizer", tok.path,
+                                "--prompt", "Once upon a time", "--max-tokens", "12", "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let output = try JSONDecoder().decode(GenerateOutput.self, from: Data(run.stdout.utf8))
+        #expect(output.prompt_token_ids == [1, 403, 407, 261, 378])
+        #expect(output.generated_token_ids == [432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338])
+    }
+
+    @Test func kernels_jsonReportsCeilingsAndRatios() throws {
+        let run = try Self.run(["kernels", "--model", "tiny", "--prefill", "8", "16", "--repeats", "1",
+                                "--decode-tokens", "2", "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        #expect((json["sgemv_gbps"] as? Double ?? 0) > 0)
+        let models = try #require(json["models"] as? [[String: Any]])
+        #expect(models.count == 1 && models[0]["model"] as? String == "tiny")
+        let prefill = try #require(models[0]["prefill"] as? [[String: Any]])
+        #expect(prefill.map { $0["tokens"] as? Int } == [8, 16])
+        for row in prefill {
+            for key in ["tokens_per_second", "gflops", "sgemm_gflops", "ratio_to_sgemm"] {
+                #expect((row[key] as? Double ?? 0) > 0, "\(key)")
+            }
+        }
+        for key in ["decode_tokens_per_second", "decode_weight_gbps", "decode_ratio_to_sgemv", "sgemm_gflops"] {
+            #expect((models[0][key] as? Double ?? 0) > 0, "\(key)")
+        }
+        #expect(run.stderr.contains("measuring"))   // progress goes to stderr, never into the JSON
+    }
+
+    @Test func trainTokenizer_writesALoadableVocabulary() throws {
+        let dir = Fixtures.temporaryFile("corpus")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try "the cat sat on the mat, the cat sat on the hat".write(to: dir.appendingPathComponent("a.txt"), atomically: true, encoding: .utf8)
+        let output = dir.appendingPathComponent("tok.bin")
+        let run = try Self.run(["train-tokenizer", "--corpus", dir.path, "--vocab-size", "300", "--output", output.path])
+        #expect(run.status == 0, "\(run.stderr)")
+        let tokenizer = try Tokenizer(contentsOf: output)
+        #expect(tokenizer.vocabSize <= 300 && tokenizer.encode("the cat", bos: false).count == 2)
+    }
+
+    @Test(arguments: [
+        (["generate", "--model", "tiny", "--prompt", "x", "--temperature", "-1"], "--temperature"),
+        (["generate", "--model", "huge", "--prompt", "x"], "available: base, small, tiny"),
+        (["generate", "--model", "tiny", "--checkpoint", "m.bin", "--prompt", "x"], "either --model or --checkpoint"),
+        (["generate", "--checkpoint", "/nonexistent.bin", "--prompt", "x"], "cannot read /nonexistent.bin"),
+        (["kernels", "--prefill", "0"], "--prefill"),
+        (["train-tokenizer", "--vocab-size", "10"], "--vocab-size"),
+    ])
+    func badArguments_failWithAMessageNamingTheProblem(arguments: [String], message: String) throws {
+        let run = try Self.run(arguments)
+        #expect(run.status != 0)
+        #expect(run.stderr.contains(message), "\(run.stderr)")
+    }
+}

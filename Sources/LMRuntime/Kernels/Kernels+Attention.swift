@@ -1,63 +1,97 @@
-extension Kernels {
-    /// Query rows processed per attention block: large enough for efficient
-    /// GEMMs, small enough that the causal mask wastes little work.
-    public static let attentionBlockRows = 128
+import Foundation
 
-    /// Rows of score scratch ``causalAttention(queries:keys:values:output:scores:headCount:kvHeadCount:)``
-    /// needs to run `workers` heads at once.
-    public static func attentionScratchRows(workers: Int) -> Int { workers * attentionBlockRows }
+/// Scratch for ``Kernels/causalAttention(queries:keys:values:output:scratch:headCount:kvHeadCount:)``,
+/// one slice per worker, sized once for a model.
+public struct AttentionScratch: Sendable {
+    /// Worker count the scratch has room for.
+    public let workers: Int
+    let scores: Matrix    // [workers * group * blockRows, contextLength]
+    let queries: Matrix   // [workers * group * blockRows, headDim]
+    let outputs: Matrix   // [workers * group * blockRows, headDim]
+    let rowsPerWorker: Int
+
+    /// Scratch for a model with `headCount / kvHeadCount` query heads per K/V head.
+    public init(headCount: Int, kvHeadCount: Int, headDim: Int, contextLength: Int, workers: Int) {
+        self.workers = max(1, min(workers, kvHeadCount))
+        rowsPerWorker = headCount / kvHeadCount * Kernels.attentionBlockRows
+        scores = .zeros(rows: self.workers * rowsPerWorker, cols: contextLength)
+        queries = .zeros(rows: self.workers * rowsPerWorker, cols: headDim)
+        outputs = .zeros(rows: self.workers * rowsPerWorker, cols: headDim)
+    }
+
+    func slice(_ worker: Int) -> (scores: Matrix, queries: Matrix, outputs: Matrix) {
+        let rows = worker * rowsPerWorker ..< (worker + 1) * rowsPerWorker
+        return (scores.rows(rows), queries.rows(rows), outputs.rows(rows))
+    }
+}
+
+extension Kernels {
+    /// Query positions per attention block: the causal mask wastes at most half a block
+    /// of scores per row, and the GQA group stacks `group` blocks into one GEMM.
+    public static let attentionBlockRows = 64
 
     /// Causal grouped-query attention of `T` new queries against every cached key.
     ///
-    /// The queries sit at positions `P ..< P + T`, where `P = keys.rows - T`.
-    /// Per head and per block of query rows, scores are one GEMM against the
-    /// keys the block can see, a masked softmax, then one GEMM with the values.
-    /// Heads are spread over the workers the scratch has room for.
+    /// The queries sit at positions `P ..< P + T`, where `P = keys.rows - T`. For each
+    /// K/V head and block of positions, the queries of all heads sharing that K/V head
+    /// are stacked (`[group · block, headDim]`), so scores are one GEMM against the keys
+    /// the block can see, then a masked softmax per row, then one GEMM with the values.
+    /// K/V heads are spread over the scratch's workers.
     /// - Parameters:
     ///   - queries: `[T, headCount * headDim]`, already rotated.
     ///   - keys: `[P + T, kvHeadCount * headDim]` (cache rows, the new ones included).
     ///   - values: same shape as `keys`.
     ///   - output: `[T, headCount * headDim]`, overwritten.
-    ///   - scores: scratch `[workers * attentionBlockRows, ≥ P + T]`.
+    ///   - scratch: sized for this model; its score rows are at least `P + T` long.
     ///   - headCount: query heads; a multiple of `kvHeadCount`.
     ///   - kvHeadCount: key/value heads; query head `h` reads K/V head `h / (headCount / kvHeadCount)`.
     public static func causalAttention(queries: Matrix, keys: Matrix, values: Matrix, output: Matrix,
-                                       scores: Matrix, headCount: Int, kvHeadCount: Int) {
-        let t = queries.rows
+                                       scratch: AttentionScratch, headCount: Int, kvHeadCount: Int) {
+        let t = queries.rows, group = headCount / kvHeadCount, headDim = queries.cols / headCount
         precondition(keys.rows >= t && values.rows == keys.rows && output.rows == t, "attention shape mismatch")
-        precondition(scores.cols >= keys.rows && scores.rows >= attentionBlockRows, "attention scratch too small")
+        precondition(scratch.scores.cols >= keys.rows && scratch.rowsPerWorker == group * attentionBlockRows
+            && scratch.queries.cols == headDim, "attention scratch does not fit")
         // Parallel heads pay off once a head's work outweighs a thread hand-off (not in decode).
-        let worthSplitting = t * keys.rows >= 16_384
-        let workers = worthSplitting ? min(scores.rows / attentionBlockRows, headCount, workerCount) : 1
-        let headDim = queries.cols / headCount, group = headCount / kvHeadCount
+        let workers = t * keys.rows >= 16_384 ? scratch.workers : 1
         parallelWorkers(workers) { worker in
-            let scratch = scores.rows(worker * attentionBlockRows ..< (worker + 1) * attentionBlockRows)
-            for head in stride(from: worker, to: headCount, by: workers) {
-                let kvHead = head / group
-                attendHead(queries: queries.columns(head * headDim ..< (head + 1) * headDim),
-                           keys: keys.columns(kvHead * headDim ..< (kvHead + 1) * headDim),
-                           values: values.columns(kvHead * headDim ..< (kvHead + 1) * headDim),
-                           output: output.columns(head * headDim ..< (head + 1) * headDim), scores: scratch)
+            let (scores, stackedQueries, stackedOutputs) = scratch.slice(worker)
+            for kvHead in stride(from: worker, to: kvHeadCount, by: workers) {
+                let kvCols = kvHead * headDim ..< (kvHead + 1) * headDim
+                for start in stride(from: 0, to: t, by: attentionBlockRows) {
+                    let rows = start ..< min(t, start + attentionBlockRows)
+                    let stacked = group * rows.count
+                    for i in 0 ..< group {
+                        let head = kvHead * group + i
+                        copy(queries.rows(rows).columns(head * headDim ..< (head + 1) * headDim),
+                             into: stackedQueries.rows(i * rows.count ..< (i + 1) * rows.count))
+                    }
+                    attendBlock(queries: stackedQueries.rows(0 ..< stacked), firstPosition: keys.rows - t + start,
+                                blockRows: rows.count, keys: keys.columns(kvCols), values: values.columns(kvCols),
+                                output: stackedOutputs.rows(0 ..< stacked), scores: scores)
+                    for i in 0 ..< group {
+                        let head = kvHead * group + i
+                        copy(stackedOutputs.rows(i * rows.count ..< (i + 1) * rows.count),
+                             into: output.rows(rows).columns(head * headDim ..< (head + 1) * headDim))
+                    }
+                }
             }
         }
     }
 
-    /// One head: `queries`/`output` `[T, headDim]`, `keys`/`values` `[P + T, headDim]`.
-    private static func attendHead(queries: Matrix, keys: Matrix, values: Matrix, output: Matrix, scores: Matrix) {
-        let t = queries.rows, past = keys.rows - t
+    /// Stacked queries (row `r` is position `firstPosition + r % blockRows`) against keys/values
+    /// `[≥ firstPosition + blockRows, headDim]`; writes `output` `[rows, headDim]`.
+    private static func attendBlock(queries: Matrix, firstPosition: Int, blockRows: Int, keys: Matrix,
+                                    values: Matrix, output: Matrix, scores: Matrix) {
+        let visible = firstPosition + blockRows
+        let block = scores.rows(0 ..< queries.rows).columns(0 ..< visible)
         let scale = 1 / Float(queries.cols).squareRoot()
-        for start in stride(from: 0, to: t, by: attentionBlockRows) {
-            let end = min(t, start + attentionBlockRows)
-            let visible = past + end
-            let block = scores.rows(0 ..< end - start).columns(0 ..< visible)
-            matmul(queries.rows(start ..< end), transposed: keys.rows(0 ..< visible), into: block, alpha: scale)
-            for r in 0 ..< end - start {
-                let allowed = past + start + r + 1   // causal: position past+start+r sees keys 0...itself
-                let row = block.base + r * block.rowStride
-                softmax(row, count: allowed)
-                if allowed < visible { (row + allowed).update(repeating: 0, count: visible - allowed) }
-            }
-            matmul(block, values.rows(0 ..< visible), into: output.rows(start ..< end))
+        matmul(queries, transposed: keys.rows(0 ..< visible), into: block, alpha: scale)
+        for r in 0 ..< queries.rows {
+            let allowed = firstPosition + r % blockRows + 1   // causal: a position sees keys up to itself
+            let row = block.base + r * block.rowStride
+            softmax(row, count: allowed)
+            if allowed < visible { (row + allowed).update(repeating: 0, count: visible - allowed) }
         }
+        matmul(block, values.rows(0 ..< visible), into: output)
     }
 }

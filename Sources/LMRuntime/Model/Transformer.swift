@@ -1,17 +1,18 @@
 /// Scratch for one forward pass, sized once so the pass itself allocates nothing.
 final class Workspace {
-    let x, normed, queries, attention: Matrix   // [maxBatch, dim]
+    let x, normed, queries, attended: Matrix    // [maxBatch, dim]
     let gateUp: Matrix                          // [maxBatch, 2 * hiddenDim]
-    let scores: Matrix                          // [workers * attentionBlockRows, contextLength]
+    let attentionScratch: AttentionScratch     // per-worker score rows and stacked heads
     let logits: Matrix                          // [1, vocabSize]
 
     init(_ c: ModelConfig, maxBatch: Int) {
         x = .zeros(rows: maxBatch, cols: c.dim)
         normed = .zeros(rows: maxBatch, cols: c.dim)
         queries = .zeros(rows: maxBatch, cols: c.dim)
-        attention = .zeros(rows: maxBatch, cols: c.dim)
+        attended = .zeros(rows: maxBatch, cols: c.dim)
         gateUp = .zeros(rows: maxBatch, cols: 2 * c.hiddenDim)
-        scores = .zeros(rows: Kernels.attentionScratchRows(workers: Kernels.workerCount), cols: c.contextLength)
+        attentionScratch = AttentionScratch(headCount: c.headCount, kvHeadCount: c.kvHeadCount, headDim: c.headDim,
+                                            contextLength: c.contextLength, workers: Kernels.workerCount)
         logits = .zeros(rows: 1, cols: c.vocabSize)
     }
 }
@@ -84,7 +85,7 @@ public final class Transformer {
         let c = config, w = weights, s = workspace
         let t = tokens.count, start = cache.count, end = start + t
         let x = s.x.rows(0 ..< t), normed = s.normed.rows(0 ..< t), q = s.queries.rows(0 ..< t)
-        let attention = s.attention.rows(0 ..< t), gateUp = s.gateUp.rows(0 ..< t)
+        let attended = s.attended.rows(0 ..< t), gateUp = s.gateUp.rows(0 ..< t)
         Kernels.gatherRows(w.tokenEmbedding, ids: tokens, into: x)                      // embed
         for (l, layer) in w.layers.enumerated() {
             let keys = cache.keys(layer: l).rows(0 ..< end), values = cache.values(layer: l).rows(0 ..< end)
@@ -95,9 +96,9 @@ public final class Transformer {
             Kernels.matmul(normed, transposed: layer.wv, into: newValues)                  // V, straight into the cache
             Kernels.rope(q, headDim: c.headDim, startPosition: start, cos: w.ropeCos, sin: w.ropeSin)
             Kernels.rope(newKeys, headDim: c.headDim, startPosition: start, cos: w.ropeCos, sin: w.ropeSin)
-            Kernels.causalAttention(queries: q, keys: keys, values: values, output: attention,
-                                    scores: s.scores, headCount: c.headCount, kvHeadCount: c.kvHeadCount)
-            Kernels.matmul(attention, transposed: layer.wo, into: x, beta: 1)              // output projection + residual
+            Kernels.causalAttention(queries: q, keys: keys, values: values, output: attended,
+                                    scratch: s.attentionScratch, headCount: c.headCount, kvHeadCount: c.kvHeadCount)
+            Kernels.matmul(attended, transposed: layer.wo, into: x, beta: 1)              // output projection + residual
             Kernels.rmsNorm(x, weight: layer.ffnNorm, epsilon: c.normEpsilon, into: normed) // FFN norm
             Kernels.matmul(normed, transposed: layer.gateUp, into: gateUp)                 // gate | up
             Kernels.swiGLU(gateUp)                                                        // silu(gate) * up
