@@ -5,6 +5,7 @@ let package = Package(
     name: "KVSession",
     products: [
         .library(name: "LMRuntime", targets: ["LMRuntime"]),
+        .library(name: "LMSession", targets: ["LMSession"]),
         .executable(name: "kvbench", targets: ["kvbench"]),
     ],
     dependencies: [
@@ -19,6 +20,7 @@ let package = Package(
             providers: [.apt(["libopenblas-dev"])]
         ),
         .target(name: "LMRuntime", dependencies: ["COpenBLAS"]),
+        .target(name: "LMSession", dependencies: ["LMRuntime"]),
         .executableTarget(
             name: "kvbench",
             dependencies: [
@@ -35,6 +37,7 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
+        .testTarget(name: "LMSessionTests", dependencies: ["LMSession", "LMRuntime", "LMTestSupport"]),
         .testTarget(name: "KVBenchTests", dependencies: ["LMTestSupport", "kvbench"]),
     ],
     swiftLanguageModes: [.v6]

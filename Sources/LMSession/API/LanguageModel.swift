@@ -1,0 +1,95 @@
+import Foundation
+import LMRuntime
+import Synchronization
+
+/// A loaded model: weights, tokenizer and an identity, shared by every session that uses it.
+public final class LoadedModel: Sendable {
+    /// The weights.
+    public let weights: ModelWeights
+    /// The tokenizer.
+    public let tokenizer: Tokenizer
+    /// A name for reports (config name or checkpoint file).
+    public let name: String
+
+    /// Bundles weights and a tokenizer.
+    /// - Throws: ``LMRuntime/ModelLoadError/vocabularyMismatch(modelVocabSize:tokenizerVocabSize:)``
+    ///   when they disagree.
+    public init(weights: ModelWeights, tokenizer: Tokenizer, name: String? = nil) throws {
+        guard weights.config.vocabSize == tokenizer.vocabSize else {
+            throw ModelLoadError.vocabularyMismatch(modelVocabSize: weights.config.vocabSize,
+                                                    tokenizerVocabSize: tokenizer.vocabSize)
+        }
+        self.weights = weights
+        self.tokenizer = tokenizer
+        self.name = name ?? weights.config.name
+    }
+}
+
+/// A language model a session can run.
+public protocol LanguageModel: Sendable {
+    /// The context window, in tokens.
+    var contextSize: Int { get throws }
+    /// Loads (once) and returns the model's weights and tokenizer.
+    func loaded() throws -> LoadedModel
+}
+
+extension LanguageModel {
+    /// The context window, in tokens.
+    public var contextSize: Int { get throws { try loaded().weights.config.contextLength } }
+
+    /// How many tokens `text` takes (without BOS), as a prompt segment would.
+    public func tokenCount(for text: String) throws -> Int { try loaded().tokenizer.encode(text, bos: false).count }
+}
+
+/// The on-device model simulation: a bundled config (synthetic weights) or a llama2.c checkpoint.
+///
+/// Weights load lazily, once, on first use, and are shared by all sessions on the model.
+public final class SystemLanguageModel: LanguageModel {
+    /// The bundled `base` model (about 100M parameters, 4,096-token context).
+    public static let `default` = SystemLanguageModel(named: "base")
+
+    private enum Source: Sendable {
+        case bundled(String)
+        case checkpoint(URL, tokenizer: URL)
+        case loaded(LoadedModel)
+    }
+
+    private let source: Source
+    private let cache = Mutex<Result<LoadedModel, ModelLoadError>?>(nil)
+
+    /// A bundled model by config name (`tiny`, `small`, `base`).
+    public init(named name: String) { source = .bundled(name) }
+
+    /// A llama2.c checkpoint and tokenizer.
+    public init(checkpoint: URL, tokenizer: URL) { source = .checkpoint(checkpoint, tokenizer: tokenizer) }
+
+    /// An already loaded model.
+    public init(_ model: LoadedModel) { source = .loaded(model) }
+
+    /// Loads the model on first call; later calls return the same instance.
+    /// - Throws: ``LMRuntime/ModelLoadError`` when the model cannot be loaded (and again on every call).
+    public func loaded() throws -> LoadedModel {
+        if case let .loaded(model) = source { return model }
+        let result = cache.withLock { cached -> Result<LoadedModel, ModelLoadError> in
+            if let cached { return cached }
+            let result = Result { try self.load() }.mapError { $0 as? ModelLoadError ?? .unreadable(path: "\(self.source)", reason: "\($0)") }
+            cached = result
+            return result
+        }
+        return try result.get()
+    }
+
+    private func load() throws -> LoadedModel {
+        switch source {
+        case let .bundled(name):
+            let catalog = ModelCatalog.bundled
+            let config = try catalog.config(named: name)
+            return try LoadedModel(weights: catalog.weights(for: config), tokenizer: catalog.tokenizer(for: config))
+        case let .checkpoint(model, tokenizer):
+            let weights = try ModelWeights.checkpoint(at: model)
+            return try LoadedModel(weights: weights, tokenizer: Tokenizer(contentsOf: tokenizer, vocabSize: weights.config.vocabSize))
+        case let .loaded(model):
+            return model
+        }
+    }
+}

@@ -1,0 +1,276 @@
+import Foundation
+import LMRuntime
+
+extension LanguageModelSession {
+    /// Tool rounds one response may take before the session stops offering more.
+    static let maximumToolRounds = 4
+
+    /// Responds to `prompt`.
+    /// - Parameters:
+    ///   - prompt: the prompt.
+    ///   - options: sampling and length; unset fields come from the profile, then the defaults
+    ///     (greedy, no length limit).
+    /// - Returns: the response with its usage and invalidation report.
+    /// - Throws: ``LanguageModelError/contextSizeExceeded(_:)`` before computing anything when the
+    ///   prompt plus the response budget does not fit, ``LanguageModelError/concurrentRequests``,
+    ///   `CancellationError`. A request that throws leaves the transcript as it was (except as
+    ///   ``transcriptErrorHandlingPolicy`` says for a response cut off mid-way) and the cache exact.
+    public func respond(to prompt: Prompt, options: GenerationOptions = GenerationOptions()) async throws -> Response<String> {
+        try await perform(prompt, options: options) { _ in }
+    }
+
+    /// Responds to a prompt given as a string.
+    public func respond(to prompt: String, options: GenerationOptions = GenerationOptions()) async throws -> Response<String> {
+        try await respond(to: Prompt(prompt), options: options)
+    }
+
+    /// Streams the response to `prompt` as growing snapshots; ``ResponseStream/collect()``
+    /// gives the final ``Response``. Cancelling the consuming task cancels generation.
+    public func streamResponse(to prompt: Prompt, options: GenerationOptions = GenerationOptions()) -> ResponseStream<String> {
+        let (stream, continuation) = AsyncThrowingStream<ResponseStream<String>.Snapshot, any Error>.makeStream()
+        let task = Task<Response<String>, any Error> {
+            do {
+                let response = try await perform(prompt, options: options) { snapshot in continuation.yield(snapshot) }
+                continuation.finish()
+                return response
+            } catch {
+                continuation.finish(throwing: error)
+                throw error
+            }
+        }
+        continuation.onTermination = { termination in
+            if case .cancelled = termination { task.cancel() }
+        }
+        return ResponseStream(stream: stream, task: task)
+    }
+
+    /// Streams the response to a prompt given as a string.
+    public func streamResponse(to prompt: String, options: GenerationOptions = GenerationOptions()) -> ResponseStream<String> {
+        streamResponse(to: Prompt(prompt), options: options)
+    }
+
+    /// Computes, in the background, the KV cache for the instructions, the history and, if
+    /// given, the start of the next prompt, so the next request only computes what follows.
+    ///
+    /// A request that arrives meanwhile waits for it; nothing is computed twice.
+    public func prewarm(promptPrefix: Prompt? = nil) {
+        state.withLock { state in
+            guard !state.isResponding, state.prewarm == nil else { return }
+            state.prewarm = Task { [self] in try? await self.performPrewarm(promptPrefix) }
+        }
+    }
+
+    // MARK: - The request pipeline (DESIGN.md, "One request, as data")
+
+    private func performPrewarm(_ prefix: Prompt?) async throws {
+        let engine = try engine()
+        let (profile, components, history) = try await resolve(runHooks: false)
+        var rendered = engine.renderer.render(components, history: transform(history, with: profile), prompt: nil, header: false)
+        if let prefix { rendered.append(engine.renderer.renderPromptPrefix(prefix.text), as: .prompt) }
+        guard rendered.tokens.count <= engine.contextSize else { return }
+        let switched = await engine.switchProfile(to: profile.identity)
+        let result = try await engine.prefill(rendered, profileSwitched: switched)
+        state.withLock { $0.usage.computedTokenCount += result.computed; $0.usage.prefillDuration += result.duration }
+    }
+
+    /// Steps 1–7 for one prompt; `onSnapshot` sees each generated token.
+    func perform(_ prompt: Prompt, options: GenerationOptions,
+                 onSnapshot: @escaping @Sendable (ResponseStream<String>.Snapshot) -> Void) async throws -> Response<String> {
+        let started = ContinuousClock.now
+        let pendingPrewarm = try state.withLock { state -> Task<Void, Never>? in
+            guard !state.isResponding else { throw LanguageModelError.concurrentRequests }
+            state.isResponding = true
+            state.requestCount += 1
+            return state.prewarm
+        }
+        defer { state.withLock { $0.isResponding = false } }
+        await pendingPrewarm?.value
+        state.withLock { $0.prewarm = nil }
+        let engine = try engine()
+
+        // 1. Resolve the profile (instructions and tools in declaration order) and run onPrompt.
+        let (profile, components, stored) = try await resolve(runHooks: true)
+        let decoding = try decodingPlan(options, profile: profile)
+        // 2. The stateless transform sees a copy (the new prompt included); the stored transcript is untouched.
+        let promptEntry = Transcript.Entry.prompt(.init(text: prompt.text))
+        let seen = transform(stored + [promptEntry], with: profile)
+        // 3. Render segment by segment.
+        var rendered = engine.renderer.render(components, history: seen, prompt: nil)
+        // 5. Check the window before computing anything: the response budget is reserved
+        //    (one token when there is no limit).
+        let contextSize = engine.contextSize
+        let reserved = decoding.budget ?? 1
+        guard rendered.tokens.count + reserved <= contextSize else {
+            throw LanguageModelError.contextSizeExceeded(.init(
+                contextSize: contextSize, tokenCount: rendered.tokens.count + reserved,
+                promptTokenCount: rendered.tokens.count, responseBudget: reserved))
+        }
+        // 4 and 6. Reuse the common prefix, prefill the rest, decode (running tools on the way).
+        let switched = await engine.switchProfile(to: profile.identity)
+        var added: [Transcript.Entry] = [promptEntry]
+        var usage = Usage()
+        var invalidation: InvalidationReport?
+        var outcome: RunOutcome
+        var round = 0
+        let tokenizer = engine.model.tokenizer
+        repeat {
+            do {
+                outcome = try await engine.run(rendered, profileSwitched: switched && round == 0, decoding: decoding,
+                                               started: started) { tokens in
+                    var snapshotUsage = Usage()
+                    snapshotUsage.output.totalTokenCount = tokens.count
+                    onSnapshot(.init(content: Self.text(tokens, tokenizer), usage: snapshotUsage))
+                }
+            } catch let error as RuntimeError {
+                throw LanguageModelError.runtime(error.description)
+            }
+            if round == 0 {
+                usage.input = .init(totalTokenCount: outcome.inputTokens, cachedTokenCount: outcome.reuse.kept)
+                invalidation = outcome.reuse.report
+                usage.timeToFirstToken = outcome.firstToken ?? started.duration(to: .now)
+            }
+            usage.computedTokenCount += outcome.computedTokens
+            usage.prefillDuration += outcome.prefill
+            usage.decodeDuration += outcome.decode
+            guard case let .toolCall(callTokens) = outcome.ending, round < Self.maximumToolRounds else { break }
+            // A tool call: record it, run the tool, record its output, and let the model continue.
+            let call = try Self.parseCall(callTokens, renderer: engine.renderer)
+            let output = try await runTool(call, offered: components)
+            added += [.toolCalls(.init(calls: [call], tokenIDs: callTokens)),
+                      .toolOutput(.init(toolName: call.toolName, text: output))]
+            rendered = engine.renderer.render(components, history: seen + added.dropFirst(), prompt: nil)
+            round += 1
+        } while true
+        usage.output.totalTokenCount = outcome.generated.count
+        let response = Transcript.Response(text: Self.text(outcome.generated, tokenizer), tokenIDs: outcome.generated)
+
+        if outcome.ending == .contextFull {
+            // The window filled mid-response: the policy decides what the transcript keeps.
+            let preserve = state.withLock { $0.policy } == .preserveTranscript
+            record(profile: profile, components: components, added: preserve ? added + [.response(response)] : [], usage: usage)
+            throw LanguageModelError.contextSizeExceeded(.init(
+                contextSize: contextSize, tokenCount: outcome.inputTokens + outcome.generated.count,
+                promptTokenCount: outcome.inputTokens, responseBudget: reserved))
+        }
+        // Run the last token and the closing marker so the cache holds the turn as it will render.
+        _ = try await engine.close(after: outcome.pending)
+        // 7. Append to the transcript, run onResponse (which may rewrite the history), publish usage.
+        let entries = added + [.response(response)]
+        record(profile: profile, components: components, added: entries, usage: usage)
+        try await runResponseHooks(profile)
+        return Response(content: response.text, transcriptEntries: ArraySlice(entries), usage: usage, invalidation: invalidation)
+    }
+
+    /// Resolves the active profile and its instructions inside a session context, running
+    /// `onPrompt` hooks when asked; hooks may rewrite the stored history.
+    private func resolve(runHooks: Bool) async throws -> (Profile, [InstructionComponent], [Transcript.Entry]) {
+        let context = SessionContext(history: state.withLock { $0.history })
+        let (profile, components) = SessionContext.$current.withValue(context) {
+            let profile = source.resolveProfile(path: "")
+            return (profile, profile.makeComponents())
+        }
+        if runHooks {
+            for hook in profile.promptHooks { try await SessionContext.$current.withValue(context) { try await hook() } }
+            let history = context.history
+            state.withLock { $0.history = history }
+        }
+        return (profile, components, context.history)
+    }
+
+    private func transform(_ history: [Transcript.Entry], with profile: Profile) -> [Transcript.Entry] {
+        profile.historyTransforms.reduce(history) { $1($0) }
+    }
+
+    private func record(profile: Profile, components: [InstructionComponent], added: [Transcript.Entry], usage: Usage) {
+        var texts: [String] = [], tools: [Transcript.ToolDefinition] = []
+        for component in components {
+            switch component {
+            case let .text(t): texts.append(t)
+            case let .tool(t): tools.append(t.definition)
+            }
+        }
+        state.withLock { state in
+            state.instructions = .init(texts: texts, toolDefinitions: tools)
+            state.history += added
+            state.usage = state.usage + usage
+        }
+    }
+
+    private func runResponseHooks(_ profile: Profile) async throws {
+        guard !profile.responseHooks.isEmpty else { return }
+        let context = SessionContext(history: state.withLock { $0.history })
+        for hook in profile.responseHooks { try await SessionContext.$current.withValue(context) { try await hook() } }
+        let history = context.history
+        state.withLock { $0.history = history }
+    }
+
+    private func decodingPlan(_ options: GenerationOptions, profile: Profile) throws -> Decoding {
+        let budget = options.maximumResponseTokens ?? profile.options.maximumResponseTokens
+        if let budget, budget < 0 {
+            throw LanguageModelError.invalidOptions("maximumResponseTokens must not be negative, got \(budget)")
+        }
+        let temperature = options.temperature ?? profile.options.temperature ?? 1
+        guard temperature >= 0, temperature.isFinite else {
+            throw LanguageModelError.invalidOptions("temperature must be ≥ 0, got \(temperature)")
+        }
+        let mode = options.samplingMode ?? profile.options.samplingMode ?? .greedy
+        let (steering, request) = state.withLock { ($0.steering, $0.requestCount) }
+        let strategy: SamplingStrategy
+        switch mode.kind {
+        case .greedy: strategy = .greedy
+        case let .top(k):
+            guard k >= 1 else { throw LanguageModelError.invalidOptions("top must be at least 1, got \(k)") }
+            strategy = .topK(k, temperature: Float(temperature))
+        case let .probabilityThreshold(p):
+            guard p > 0, p <= 1 else { throw LanguageModelError.invalidOptions("probabilityThreshold must be in (0, 1], got \(p)") }
+            strategy = .topP(Float(p), temperature: Float(temperature))
+        }
+        return Decoding(strategy: strategy, seed: mode.seed ?? request, budget: budget, steering: steering)
+    }
+
+    private func runTool(_ call: Transcript.ToolCall, offered: [InstructionComponent]) async throws -> String {
+        let tool = offered.lazy.compactMap { component -> (any Tool)? in
+            if case let .tool(t) = component, t.name == call.toolName { return t }
+            return nil
+        }.first
+        guard let tool else { throw LanguageModelError.toolCallFailed(toolName: call.toolName, reason: "no such tool is offered") }
+        do { return try await tool.call(arguments: call.arguments) } catch {
+            throw LanguageModelError.toolCallFailed(toolName: call.toolName, reason: "\(error)")
+        }
+    }
+
+    /// `<|tool_call|> name arguments <|end|>` → a call.
+    static func parseCall(_ tokens: [Int], renderer: PromptRenderer) throws -> Transcript.ToolCall {
+        let body = renderer.tokenizer.decode(Array(tokens.dropFirst().dropLast()))
+            .trimmingCharacters(in: .whitespaces)
+        let parts = body.split(separator: " ", maxSplits: 1)
+        guard let name = parts.first else { throw LanguageModelError.toolCallFailed(toolName: "", reason: "the call names no tool") }
+        return Transcript.ToolCall(toolName: String(name), arguments: parts.count > 1 ? String(parts[1]) : "")
+    }
+
+    /// Response text: the decoded tokens without the leading space of the first piece.
+    static func text(_ tokens: [Int], _ tokenizer: Tokenizer) -> String {
+        let text = tokenizer.decode(tokens)
+        return text.hasPrefix(" ") ? String(text.dropFirst()) : text
+    }
+}
+
+/// The snapshots of a streamed response, as an `AsyncSequence`.
+public struct ResponseStream<Content: Sendable>: AsyncSequence, Sendable {
+    /// The response so far.
+    public struct Snapshot: Sendable {
+        /// The content generated so far.
+        public var content: Content
+        /// Counts so far (`output.totalTokenCount` grows with each snapshot).
+        public var usage: LanguageModelSession.Usage
+    }
+
+    let stream: AsyncThrowingStream<Snapshot, any Error>
+    let task: Task<LanguageModelSession.Response<Content>, any Error>
+
+    /// Iterates the snapshots.
+    public func makeAsyncIterator() -> AsyncThrowingStream<Snapshot, any Error>.Iterator { stream.makeAsyncIterator() }
+
+    /// Waits for the end of the response and returns it.
+    public func collect() async throws -> LanguageModelSession.Response<Content> { try await task.value }
+}

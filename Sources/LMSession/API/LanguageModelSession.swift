@@ -1,0 +1,144 @@
+import Foundation
+import LMRuntime
+import Synchronization
+
+/// A conversation with a language model that reuses its KV cache exactly between requests.
+///
+/// Shaped like FoundationModels' `LanguageModelSession`: instructions, tools, a
+/// transcript, `respond`, `streamResponse`, `prewarm(promptPrefix:)`, dynamic
+/// instructions and profiles. Every request renders the whole context (instructions,
+/// tools, history, prompt) segment by segment, keeps the longest prefix the cache
+/// already holds, and computes only the rest; its ``Response/usage`` says how much was
+/// reused and its ``Response/invalidation`` says why the rest was not.
+///
+/// Safe to use from async code: one request runs at a time (a second one throws
+/// ``LanguageModelError/concurrentRequests``); a request that arrives while
+/// ``prewarm(promptPrefix:)`` runs waits for it.
+public final class LanguageModelSession: Sendable {
+    struct State {
+        var instructions = Transcript.Instructions(texts: [])
+        var history: [Transcript.Entry]
+        var usage = Usage()
+        var isResponding = false
+        var prewarm: Task<Void, Never>?
+        var policy = TranscriptErrorHandlingPolicy.preserveTranscript
+        var steering: (@Sendable ([Int]) -> Int?)?
+        var requestCount: UInt64 = 0
+    }
+
+    let languageModel: any LanguageModel
+    let source: AnyDynamicProfile
+    let state: Mutex<State>
+    private let engineSlot = Mutex<SessionEngine?>(nil)
+
+    init(model: any LanguageModel, source: AnyDynamicProfile, history: [Transcript.Entry]) {
+        languageModel = model
+        self.source = source
+        state = Mutex(State(history: history))
+    }
+
+    // MARK: Creating a session
+
+    /// A session with fixed instructions and tools.
+    /// - Parameters:
+    ///   - model: the model (the bundled `base` by default).
+    ///   - tools: tools the model may call; their definitions follow the instructions.
+    ///   - instructions: what the model should do.
+    public convenience init(model: any LanguageModel = SystemLanguageModel.default, tools: [any Tool] = [],
+                            instructions: Instructions? = nil) {
+        let texts = instructions.map { [$0.text] } ?? []
+        self.init(model: model, source: Self.fixed(texts: texts, tools: tools), history: [])
+    }
+
+    /// A session with fixed instructions given as a string.
+    public convenience init(model: any LanguageModel = SystemLanguageModel.default, tools: [any Tool] = [],
+                            instructions: String) {
+        self.init(model: model, tools: tools, instructions: Instructions(instructions))
+    }
+
+    /// A session with fixed instructions built from strings.
+    public convenience init(model: any LanguageModel = SystemLanguageModel.default, tools: [any Tool] = [],
+                            @InstructionsBuilder instructions: () -> [String]) {
+        self.init(model: model, tools: tools, instructions: Instructions(instructions().joined(separator: "\n")))
+    }
+
+    /// A session that continues a saved transcript (rehydration).
+    ///
+    /// The transcript's leading instructions become the session's instructions; `tools`
+    /// are the tools offered now. The first request computes the whole transcript, unless
+    /// ``prewarm(promptPrefix:)`` ran first.
+    public convenience init(model: any LanguageModel = SystemLanguageModel.default, tools: [any Tool] = [],
+                            transcript: Transcript) {
+        var texts: [String] = []
+        if case let .instructions(i) = transcript.entries.first { texts = i.texts }
+        self.init(model: model, source: Self.fixed(texts: texts, tools: tools), history: transcript.history)
+    }
+
+    /// A session driven by a dynamic profile, re-resolved before every request.
+    /// - Parameters:
+    ///   - profile: the profile; its model (or the default one) runs the session.
+    ///   - history: transcript entries after the instructions.
+    public convenience init(profile: some DynamicProfile, history: some Collection<Transcript.Entry> = []) {
+        let erased = AnyDynamicProfile(erasing: profile)
+        let model = erased.resolveProfile(path: "").model ?? SystemLanguageModel.default
+        self.init(model: model, source: erased, history: Array(history))
+    }
+
+    /// A session whose instructions and tools are re-evaluated before every request.
+    public convenience init(model: any LanguageModel = SystemLanguageModel.default,
+                            dynamicInstructions: some DynamicInstructions,
+                            history: some Collection<Transcript.Entry> = []) {
+        let profile = Profile(components: { dynamicInstructions.components() })
+        self.init(model: model, source: AnyDynamicProfile(erasing: profile), history: Array(history))
+    }
+
+    static func fixed(texts: [String], tools: [any Tool]) -> AnyDynamicProfile {
+        let components = texts.map(InstructionComponent.text) + tools.map(InstructionComponent.tool)
+        return AnyDynamicProfile(erasing: Profile(components: { components }))
+    }
+
+    // MARK: State
+
+    /// Whether a request is running.
+    public var isResponding: Bool { state.withLock { $0.isResponding } }
+
+    /// The instructions (as last resolved) followed by every prompt, tool call and response.
+    public var transcript: Transcript {
+        state.withLock { Transcript(entries: [.instructions($0.instructions)] + $0.history) }
+    }
+
+    /// Token counts and timings summed over every request and prewarm of this session.
+    public var usage: Usage { state.withLock { $0.usage } }
+
+    /// What happens to the transcript when a response is cut off by the context window.
+    public var transcriptErrorHandlingPolicy: TranscriptErrorHandlingPolicy {
+        get { state.withLock { $0.policy } }
+        set { state.withLock { $0.policy = newValue } }
+    }
+
+    /// Forces tokens during decoding: called with the tokens generated so far, it returns a
+    /// token id to emit or `nil` to sample. A seam for tests and demos (a scripted tool call,
+    /// a fixed answer); `nil` turns it off.
+    public func setTokenSteering(_ steering: (@Sendable (_ generated: [Int]) -> Int?)?) {
+        state.withLock { $0.steering = steering }
+    }
+
+    /// The tokens the KV cache holds now (for inspection and tests).
+    public var cachedTokens: [Int] {
+        get async throws { try await engine().cachedTokens }
+    }
+
+    /// The session's engine, created (and the model loaded) on first use.
+    func engine() throws -> SessionEngine {
+        if let engine = engineSlot.withLock({ $0 }) { return engine }
+        let created: SessionEngine
+        do { created = try SessionEngine(model: languageModel.loaded()) } catch let error as ModelLoadError {
+            throw LanguageModelError.runtime(error.description)
+        }
+        return engineSlot.withLock { slot in
+            if let existing = slot { return existing }
+            slot = created
+            return created
+        }
+    }
+}

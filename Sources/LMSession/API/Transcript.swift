@@ -1,0 +1,144 @@
+import Foundation
+
+/// The record of a session: instructions, prompts, tool calls and outputs, responses, in order.
+///
+/// Codable and Equatable: saving a transcript as JSON and loading it back gives an
+/// equal value, and a session created from it renders exactly the same tokens.
+public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
+    /// The entries, oldest first.
+    public var entries: [Entry]
+
+    /// A transcript of `entries`.
+    public init(entries: some Sequence<Entry> = []) { self.entries = Array(entries) }
+
+    /// First index.
+    public var startIndex: Int { entries.startIndex }
+    /// One past the last index.
+    public var endIndex: Int { entries.endIndex }
+    /// The entry at `position`.
+    public subscript(position: Int) -> Entry { entries[position] }
+
+    /// The entries after the leading instructions (what a profile's history holds).
+    public var history: [Entry] {
+        if case .instructions = entries.first { return Array(entries.dropFirst()) }
+        return entries
+    }
+
+    /// One item of a transcript.
+    public enum Entry: Sendable, Equatable, Codable {
+        /// The instructions and the tools offered to the model.
+        case instructions(Instructions)
+        /// A prompt from the user.
+        case prompt(Prompt)
+        /// Tool calls the model made.
+        case toolCalls(ToolCalls)
+        /// What a tool returned.
+        case toolOutput(ToolOutput)
+        /// A response from the model.
+        case response(Response)
+
+        /// A short name for the kind of entry (`instructions`, `prompt`, `toolCalls`, `toolOutput`, `response`).
+        public var kind: String {
+            switch self {
+            case .instructions: "instructions"
+            case .prompt: "prompt"
+            case .toolCalls: "toolCalls"
+            case .toolOutput: "toolOutput"
+            case .response: "response"
+            }
+        }
+    }
+
+    /// An instructions entry: instruction texts and tool definitions, in declaration order.
+    public struct Instructions: Sendable, Equatable, Codable {
+        /// Instruction texts, in order.
+        public var texts: [String]
+        /// Definitions of the tools offered.
+        public var toolDefinitions: [ToolDefinition]
+
+        /// An instructions entry.
+        public init(texts: [String], toolDefinitions: [ToolDefinition] = []) {
+            self.texts = texts
+            self.toolDefinitions = toolDefinitions
+        }
+    }
+
+    /// A prompt entry.
+    public struct Prompt: Sendable, Equatable, Codable {
+        /// The prompt text.
+        public var text: String
+        /// A prompt entry with `text`.
+        public init(text: String) { self.text = text }
+    }
+
+    /// A tool the model may call, as the model sees it.
+    public struct ToolDefinition: Sendable, Equatable, Codable {
+        /// The tool's name.
+        public var name: String
+        /// What the tool does.
+        public var description: String
+        /// The arguments it takes, described as text (a JSON schema, for example).
+        public var argumentsSchema: String
+
+        /// A tool definition.
+        public init(name: String, description: String, argumentsSchema: String) {
+            self.name = name
+            self.description = description
+            self.argumentsSchema = argumentsSchema
+        }
+    }
+
+    /// The calls the model made in one step.
+    public struct ToolCalls: Sendable, Equatable, Codable {
+        /// The calls, in order.
+        public var calls: [ToolCall]
+        /// The exact tokens the model generated for the calls (markers included), when known,
+        /// so the next request renders what is already in the KV cache.
+        public var tokenIDs: [Int]?
+        /// A tool-calls entry.
+        public init(calls: [ToolCall], tokenIDs: [Int]? = nil) {
+            self.calls = calls
+            self.tokenIDs = tokenIDs
+        }
+    }
+
+    /// One call: a tool name and its arguments as the model wrote them.
+    public struct ToolCall: Sendable, Equatable, Codable {
+        /// The tool's name.
+        public var toolName: String
+        /// The arguments text.
+        public var arguments: String
+        /// A tool call.
+        public init(toolName: String, arguments: String) {
+            self.toolName = toolName
+            self.arguments = arguments
+        }
+    }
+
+    /// What a tool returned.
+    public struct ToolOutput: Sendable, Equatable, Codable {
+        /// The tool's name.
+        public var toolName: String
+        /// The output text.
+        public var text: String
+        /// A tool-output entry.
+        public init(toolName: String, text: String) {
+            self.toolName = toolName
+            self.text = text
+        }
+    }
+
+    /// A response entry: the text, and the exact token ids the model generated, so the
+    /// next request renders the tokens already in the KV cache (never a re-tokenization).
+    public struct Response: Sendable, Equatable, Codable {
+        /// The decoded text.
+        public var text: String
+        /// The generated token ids (stop token excluded).
+        public var tokenIDs: [Int]
+        /// A response entry.
+        public init(text: String, tokenIDs: [Int]) {
+            self.text = text
+            self.tokenIDs = tokenIDs
+        }
+    }
+}

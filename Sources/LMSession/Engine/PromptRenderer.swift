@@ -1,0 +1,122 @@
+import LMRuntime
+
+/// A request as tokens, with the segment each token belongs to.
+struct RenderedPrompt: Sendable, Equatable {
+    /// The tokens, in order.
+    var tokens: [Int] = []
+    /// Consecutive spans covering `tokens`, each with its segment.
+    var spans: [(range: Range<Int>, segment: InvalidationReport.Segment)] = []
+
+    static func == (a: RenderedPrompt, b: RenderedPrompt) -> Bool {
+        a.tokens == b.tokens && a.spans.map(\.range) == b.spans.map(\.range)
+    }
+
+    /// The segment containing `position` (the last one when `position` is at the end).
+    func segment(at position: Int) -> InvalidationReport.Segment {
+        spans.first { $0.range.contains(position) }?.segment ?? spans.last?.segment ?? .prompt
+    }
+
+    mutating func append(_ tokens: [Int], as segment: InvalidationReport.Segment) {
+        let start = self.tokens.count
+        self.tokens += tokens
+        spans.append((start ..< self.tokens.count, segment))
+    }
+}
+
+/// Turns instructions, history and a prompt into tokens, segment by segment.
+///
+/// Each segment is tokenized on its own and the results concatenated, so appending
+/// never re-tokenizes earlier text; a response renders the token ids it was generated
+/// as. Layout: `BOS <|system|> texts and tool definitions <|end|>`, then per entry
+/// `<|user|> text <|end|>`, `<|assistant|> tokens <|end|>`, `<|assistant|> <|tool_call|> ... <|end|>`,
+/// `<|tool|> text <|end|>`, then the new prompt and the `<|assistant|>` header.
+struct PromptRenderer: Sendable {
+    let tokenizer: Tokenizer
+    let system, user, assistant, tool, toolCall, end: Int
+
+    init(tokenizer: Tokenizer) throws {
+        func id(_ piece: String) throws -> Int {
+            guard let id = tokenizer.id(of: piece) else {
+                throw LanguageModelError.runtime("the tokenizer has no control piece \(piece); session prompts need the bundled tokenizer's layout")
+            }
+            return id
+        }
+        self.tokenizer = tokenizer
+        system = try id(ControlPieces.system)
+        user = try id(ControlPieces.user)
+        assistant = try id(ControlPieces.assistant)
+        tool = try id(ControlPieces.tool)
+        toolCall = try id(ControlPieces.toolCall)
+        end = try id(ControlPieces.end)
+    }
+
+    func text(_ s: String) -> [Int] { tokenizer.encode(s, bos: false) }
+
+    /// The instructions segment(s).
+    func renderInstructions(_ components: [InstructionComponent], into out: inout RenderedPrompt) {
+        var prefix = [Tokenizer.bos, system]
+        var textIndex = 0
+        if components.isEmpty { out.append(prefix + [end], as: .instructions(index: 0)) }
+        for (i, component) in components.enumerated() {
+            let suffix = i == components.count - 1 ? [end] : []
+            switch component {
+            case let .text(t):
+                out.append(prefix + text(t) + suffix, as: .instructions(index: textIndex))
+                textIndex += 1
+            case let .tool(t):
+                out.append(prefix + text(Self.describe(t.definition)) + suffix, as: .toolDefinition(name: t.name))
+            }
+            prefix = []
+        }
+    }
+
+    /// One history entry.
+    func renderEntry(_ entry: Transcript.Entry, index: Int, into out: inout RenderedPrompt) {
+        let segment = InvalidationReport.Segment.transcriptEntry(index: index, kind: entry.kind)
+        switch entry {
+        case let .instructions(i):
+            out.append(text(i.texts.joined(separator: "\n")), as: segment)
+        case let .prompt(p):
+            out.append([user] + text(p.text) + [end], as: segment)
+        case let .response(r):
+            out.append([assistant] + r.tokenIDs + [end], as: segment)
+        case let .toolCalls(calls):
+            out.append([assistant] + calls.tokenIDs(self) , as: segment)
+        case let .toolOutput(o):
+            out.append([tool] + text(o.text) + [end], as: segment)
+        }
+    }
+
+    /// The whole request: instructions, history, the prompt (if any) and the response header.
+    func render(_ components: [InstructionComponent], history: [Transcript.Entry], prompt: String?,
+                header: Bool = true) -> RenderedPrompt {
+        var out = RenderedPrompt()
+        renderInstructions(components, into: &out)
+        for (i, entry) in history.enumerated() {
+            // The new prompt closes the history; it is reported as "the new prompt".
+            if prompt == nil, i == history.count - 1, case let .prompt(p) = entry {
+                out.append([user] + text(p.text) + [end], as: .prompt)
+            } else {
+                renderEntry(entry, index: i, into: &out)
+            }
+        }
+        if let prompt { out.append([user] + text(prompt) + [end], as: .prompt) }
+        if header { out.append([assistant], as: .responseHeader) }
+        return out
+    }
+
+    /// The tokens a prompt prefix renders to (no closing marker), for prewarming.
+    func renderPromptPrefix(_ prefix: String) -> [Int] { [user] + text(prefix) }
+
+    static func describe(_ d: Transcript.ToolDefinition) -> String {
+        "Tool \(d.name): \(d.description) Arguments: \(d.argumentsSchema)"
+    }
+}
+
+extension Transcript.ToolCalls {
+    /// The tokens of the calls: `<|tool_call|> name arguments <|end|>` per call.
+    func tokenIDs(_ renderer: PromptRenderer) -> [Int] {
+        if let tokenIDs { return tokenIDs }
+        return calls.flatMap { [renderer.toolCall] + renderer.text("\($0.toolName) \($0.arguments)") + [renderer.end] }
+    }
+}

@@ -1,0 +1,128 @@
+import LMRuntime
+
+/// What one model run produced.
+struct RunOutcome: Sendable {
+    enum Ending: Sendable, Equatable {
+        /// A stop marker was sampled or the budget was used.
+        case finished
+        /// The model wrote a tool call (tokens from `<|tool_call|>` through `<|end|>`).
+        case toolCall([Int])
+        /// The context window filled before the response ended.
+        case contextFull
+    }
+
+    var reuse: PrefixReuse
+    var inputTokens: Int
+    var computedTokens: Int
+    var generated: [Int]
+    var ending: Ending
+    var prefill: Duration
+    var firstToken: Duration?
+    var decode: Duration
+    /// The last generated token when it has not been run through the model yet.
+    var pending: Int?
+}
+
+/// How one run picks tokens.
+struct Decoding: Sendable {
+    var strategy: SamplingStrategy
+    var seed: UInt64
+    /// The most tokens to generate; `nil` runs until a stop marker or the window.
+    var budget: Int?
+    /// A test and demo seam: returns a token to force at step `index` (given the tokens
+    /// generated so far), or `nil` to sample.
+    var steering: (@Sendable (_ generated: [Int]) -> Int?)?
+}
+
+/// The transformer, its KV cache and the renderer of one session; requests run here one at a time.
+///
+/// Invariant: the cache always equals a fresh prefill of its own tokens (every mutation
+/// is a truncation or a forward pass), whatever errors or cancellations happen.
+actor SessionEngine {
+    let model: LoadedModel
+    let transformer: Transformer
+    let cache: DenseKVCache
+    let renderer: PromptRenderer
+    private var profileIdentity: String?
+    private let clock = ContinuousClock()
+
+    /// Tokens each internal pass processes; bounds scratch memory per session.
+    static let maxBatch = 1024
+
+    init(model: LoadedModel) throws {
+        self.model = model
+        transformer = Transformer(weights: model.weights, maxBatch: Self.maxBatch)
+        cache = transformer.makeCache()
+        renderer = try PromptRenderer(tokenizer: model.tokenizer)
+    }
+
+    nonisolated var contextSize: Int { model.weights.config.contextLength }
+    var cachedTokens: [Int] { cache.tokens }
+
+    /// Records the active profile; returns whether it differs from the previous request's.
+    func switchProfile(to identity: String) -> Bool {
+        defer { profileIdentity = identity }
+        return profileIdentity.map { $0 != identity } ?? false
+    }
+
+    /// Brings the cache to `tokens` by reusing the common prefix and prefilling the rest (prewarm).
+    func prefill(_ rendered: RenderedPrompt, profileSwitched: Bool) throws -> (reuse: PrefixReuse, computed: Int, duration: Duration) {
+        let reuse = PrefixReuse.plan(rendered, cache: cache, profileSwitched: profileSwitched, needsLogits: false)
+        cache.truncate(to: reuse.kept)
+        let suffix = Array(rendered.tokens[reuse.kept...])
+        let duration = try clock.measure { if !suffix.isEmpty { try transformer.forward(suffix, cache: cache) } }
+        return (reuse, suffix.count, duration)
+    }
+
+    /// Reuses the cache for `rendered`, prefills the rest, then decodes until a stop marker,
+    /// a tool call, the budget, or the context window. Checks for cancellation between tokens.
+    func run(_ rendered: RenderedPrompt, profileSwitched: Bool, decoding: Decoding, started: ContinuousClock.Instant,
+             onToken: @Sendable ([Int]) -> Void) throws -> RunOutcome {
+        let reuse = PrefixReuse.plan(rendered, cache: cache, profileSwitched: profileSwitched, needsLogits: true)
+        cache.truncate(to: reuse.kept)
+        let suffix = Array(rendered.tokens[reuse.kept...])
+        var logits = Matrix.zeros(rows: 1, cols: 1)
+        let prefill = try clock.measure { logits = try transformer.forward(suffix, cache: cache) }
+        var outcome = RunOutcome(reuse: reuse, inputTokens: rendered.tokens.count, computedTokens: suffix.count,
+                                 generated: [], ending: .finished, prefill: prefill, firstToken: nil, decode: .zero, pending: nil)
+        var sampler = try Sampler(decoding.strategy, seed: decoding.seed)
+        let stops: Set<Int> = [renderer.end, Tokenizer.eos, Tokenizer.bos]
+        let decodeStart = clock.now
+        var callStart: Int?
+        let budget = decoding.budget ?? Int.max
+        while budget > 0 {
+            try Task.checkCancellation()
+            let next = decoding.steering?(outcome.generated) ?? sampler.sample(logits)
+            if outcome.firstToken == nil { outcome.firstToken = started.duration(to: clock.now) }
+            if next == renderer.toolCall, callStart == nil { callStart = outcome.generated.count }
+            if stops.contains(next) {
+                if let start = callStart, next == renderer.end {
+                    outcome.ending = .toolCall(Array(outcome.generated[start...]) + [next])
+                    outcome.generated.removeSubrange(start...)
+                }
+                break
+            }
+            outcome.generated.append(next)
+            if callStart == nil { onToken(outcome.generated) }
+            // The last token is not run here: close(after:) runs it with the closing marker.
+            if callStart == nil, outcome.generated.count >= budget { outcome.pending = next; break }
+            guard cache.count < min(cache.capacity, contextSize) else {
+                outcome.pending = next
+                outcome.ending = .contextFull
+                break
+            }
+            logits = try transformer.forward([next], cache: cache)
+        }
+        outcome.decode = decodeStart.duration(to: clock.now)
+        return outcome
+    }
+
+    /// Runs the response's closing tokens (`last`, then `<|end|>`) so the cache holds the whole
+    /// turn, exactly as the next request renders it. Returns the tokens computed.
+    func close(after last: Int?) throws -> Int {
+        let tail = (last.map { [$0] } ?? []) + [renderer.end]
+        guard cache.count + tail.count <= min(cache.capacity, contextSize) else { return 0 }
+        try transformer.forward(tail, cache: cache)
+        return tail.count
+    }
+}

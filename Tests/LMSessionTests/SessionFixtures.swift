@@ -1,0 +1,86 @@
+import Foundation
+@testable import LMSession
+import LMRuntime
+import LMTestSupport
+import Synchronization
+import Testing
+
+/// The bundled `tiny` model, loaded once for every session test.
+let tinyModel = SystemLanguageModel(named: "tiny")
+let tokenizer = Fixtures.bundledTokenizer
+
+/// Token counts computed from the tokenizer alone (independent of the renderer).
+enum Count {
+    /// `BOS <|system|> text <|end|>`.
+    static func instructions(_ texts: [String], tools: [String] = []) -> Int {
+        2 + texts.map { tokenizer.encode($0, bos: false).count }.reduce(0, +) + tools.map {
+            tokenizer.encode($0, bos: false).count
+        }.reduce(0, +) + 1
+    }
+
+    /// `<|user|> text <|end|>`.
+    static func prompt(_ text: String) -> Int { tokenizer.encode(text, bos: false).count + 2 }
+
+    /// A tool definition's text.
+    static func tool(_ t: some Tool) -> String { "Tool \(t.name): \(t.description) Arguments: \(t.argumentsSchema)" }
+}
+
+/// Options that keep responses short and deterministic.
+func short(_ tokens: Int = 6) -> GenerationOptions { GenerationOptions(maximumResponseTokens: tokens) }
+
+extension SessionEngine {
+    /// The DESIGN.md invariant: the cache equals a fresh prefill of its own tokens.
+    func cacheDeviation() throws -> Float { try cache.deviationFromFreshPrefill(transformer).maxRelativeError }
+}
+
+extension LanguageModelSession {
+    /// Fails the test unless the KV cache equals a fresh prefill of its tokens.
+    func expectCacheExact(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let deviation = try await engine().cacheDeviation()
+        #expect(deviation <= 1e-4, "cache deviates from a fresh prefill by \(deviation)", sourceLocation: sourceLocation)
+    }
+}
+
+/// App state a dynamic profile or instructions body reads (a reference, so tests can flip it).
+final class AppState: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _flag = false
+    private var _counter = 0
+    private var _keep = Int.max
+
+    var flag: Bool {
+        get { lock.withLock { _flag } }
+        set { lock.withLock { _flag = newValue } }
+    }
+
+    var counter: Int {
+        get { lock.withLock { _counter } }
+        set { lock.withLock { _counter = newValue } }
+    }
+
+    var keep: Int {
+        get { lock.withLock { _keep } }
+        set { lock.withLock { _keep = newValue } }
+    }
+}
+
+/// A tool that returns a canned answer and counts its calls.
+struct WeatherTool: Tool {
+    final class Counter: Sendable { let value = Mutex(0) }
+    let calls = Counter()
+    var name: String { "weather" }
+    var description: String { "Current weather for a city." }
+    var argumentsSchema: String { #"{"city": "string"}"# }
+    func call(arguments: String) async throws -> String {
+        calls.value.withLock { $0 += 1 }
+        return "Sunny, 21 degrees in \(arguments)"
+    }
+}
+
+/// Another tool, for adding mid-session.
+struct CalendarTool: Tool {
+    var name: String { "calendar" }
+    var description: String { "Lists events for a day." }
+    var argumentsSchema: String { #"{"day": "string"}"# }
+    func call(arguments: String) async throws -> String { "No events on \(arguments)" }
+}
