@@ -22,8 +22,11 @@ extension LanguageModelSession {
 
         /// The property's current value in the running request's session.
         public var wrappedValue: Value {
-            get { SessionContext.current.properties.withLock { $0[keyPath: keyPath] } }
-            nonmutating set { SessionContext.current.properties.withLock { $0[keyPath: keyPath] = newValue } }
+            get {
+                guard let context = SessionContext.current else { return Properties(history: [])[keyPath: keyPath] }
+                return context.properties.withLock { $0[keyPath: keyPath] }
+            }
+            nonmutating set { SessionContext.current?.properties.withLock { $0[keyPath: keyPath] = newValue } }
         }
     }
 }
@@ -34,8 +37,8 @@ final class SessionContext: Sendable {
 
     init(history: [Transcript.Entry]) { properties = Mutex(.init(history: history)) }
 
-    /// The context of the request running in this task (an empty, detached one outside requests).
-    @TaskLocal static var current = SessionContext(history: [])
+    /// The context of the request running in this task (`nil` outside requests).
+    @TaskLocal static var current: SessionContext?
 
     var history: [Transcript.Entry] { properties.withLock { $0.history } }
 }

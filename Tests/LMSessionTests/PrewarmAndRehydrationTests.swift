@@ -1,0 +1,84 @@
+import Foundation
+@testable import LMSession
+import LMRuntime
+import LMTestSupport
+import Testing
+
+struct PrewarmAndRehydrationTests {
+    static let instructions = "You are a travel assistant. Keep answers short."
+
+    func savedTranscript() async throws -> Transcript {
+        let session = LanguageModelSession(model: tinyModel, instructions: Self.instructions)
+        for prompt in ["Plan a weekend in Porto.", "Where should we eat?", "And on Sunday?"] {
+            _ = try await session.respond(to: prompt, options: short())
+        }
+        let data = try JSONEncoder().encode(session.transcript)
+        let restored = try JSONDecoder().decode(Transcript.self, from: data)
+        #expect(restored == session.transcript)
+        return restored
+    }
+
+    @Test func rehydrated_firstRequestComputesTheWholeTranscript() async throws {
+        let saved = try await savedTranscript()
+        let session = LanguageModelSession(model: tinyModel, transcript: saved)
+        let response = try await session.respond(to: "Is it far?", options: short())
+        #expect(response.usage.input.cachedTokenCount == 0)
+        #expect(response.invalidation?.reason == .emptyCache)
+        #expect(response.usage.computedTokenCount == response.usage.input.totalTokenCount)
+        #expect(session.transcript.history.count == saved.history.count + 2)
+    }
+
+    @Test func rehydrated_afterPrewarmComputesOnlyTheNewPrompt() async throws {
+        let saved = try await savedTranscript()
+        let session = LanguageModelSession(model: tinyModel, transcript: saved)
+        session.prewarm()
+        let response = try await session.respond(to: "Is it far?", options: short())
+        let newPart = Count.prompt("Is it far?") + 1
+        #expect(response.usage.input.cachedTokenCount == response.usage.input.totalTokenCount - newPart)
+        #expect(response.usage.computedTokenCount == newPart)
+        #expect(response.invalidation == nil)
+        // Nothing computed twice: prewarm + request = the rendered length.
+        #expect(session.usage.computedTokenCount == response.usage.input.totalTokenCount)
+        try await session.expectCacheExact()
+    }
+
+    @Test func prewarmPromptPrefix_requestComputesOnlyTheTokensAfterThePrefix() async throws {
+        let session = LanguageModelSession(model: tinyModel, instructions: Self.instructions)
+        session.prewarm(promptPrefix: "Suggest a recipe using")
+        let response = try await session.respond(to: "Suggest a recipe using lentils and lemon", options: short())
+        let prefix = tokenizer.encode("Suggest a recipe using", bos: false)
+        let whole = tokenizer.encode("Suggest a recipe using lentils and lemon", bos: false)
+        #expect(Array(whole.prefix(prefix.count)) == prefix)
+        let cached = Count.instructions([Self.instructions]) + 1 + prefix.count
+        #expect(response.usage.input.cachedTokenCount == cached)
+        #expect(response.usage.computedTokenCount == whole.count - prefix.count + 2)   // rest, <|end|>, header
+        #expect(session.usage.computedTokenCount == response.usage.input.totalTokenCount)
+        try await session.expectCacheExact()
+    }
+
+    @Test func prewarm_requestArrivingMeanwhileWaitsAndNothingIsComputedTwice() async throws {
+        let saved = try await savedTranscript()
+        for _ in 0 ..< 3 {
+            let session = LanguageModelSession(model: tinyModel, transcript: saved)
+            session.prewarm()
+            async let response = session.respond(to: "One more thing.", options: short())
+            let r = try await response
+            #expect(session.usage.computedTokenCount == r.usage.input.totalTokenCount)
+            #expect(r.usage.input.cachedTokenCount + r.usage.computedTokenCount == r.usage.input.totalTokenCount)
+        }
+    }
+
+    @Test func transcript_codableRoundTripAndHistory() throws {
+        let transcript = Transcript(entries: [
+            .instructions(.init(texts: ["Be brief."], toolDefinitions: [WeatherTool().definition])),
+            .prompt(.init(text: "Weather?")),
+            .toolCalls(.init(calls: [.init(toolName: "weather", arguments: "Lisbon")], tokenIDs: [262, 5, 6, 264])),
+            .toolOutput(.init(toolName: "weather", text: "Sunny")),
+            .response(.init(text: "It is sunny.", tokenIDs: [10, 11, 12])),
+        ])
+        let data = try JSONEncoder().encode(transcript)
+        #expect(try JSONDecoder().decode(Transcript.self, from: data) == transcript)
+        #expect(transcript.history.count == 4 && transcript.history.first?.kind == "prompt")
+        #expect(transcript.map(\.kind) == ["instructions", "prompt", "toolCalls", "toolOutput", "response"])
+    }
+}
