@@ -144,17 +144,20 @@ struct LanguageModelSessionTests {
     private func e_count(_ r: Transcript.Response) -> Int { r.tokenIDs.count }
 
     @Test func respond_secondRequestWhileRespondingThrowsAndDoesNotDisturbTheFirst() async throws {
-        let session = LanguageModelSession(model: tinyModel, instructions: Self.instructions)
-        let first = session.streamResponse(to: "Tell me a long story.", options: short(300))
-        var iterator = first.makeAsyncIterator()
-        _ = try await iterator.next()   // the first request is now generating
+        let gate = GateTool()
+        let session = LanguageModelSession(model: tinyModel, tools: [gate], instructions: Self.instructions)
+        session.setTokenSteering(try gate.steering())
+        let first = Task { try await session.respond(to: "Tell me a long story.", options: short(30)) }
+        try await gate.waitUntilEntered()   // the first request is in flight, inside its tool call
         #expect(session.isResponding)
         await #expect(throws: LanguageModelError.concurrentRequests) {
             try await session.respond(to: "Are you there?", options: short())
         }
-        let response = try await first.collect()
-        #expect(response.usage.output.totalTokenCount == 300)
-        #expect(session.transcript.history.count == 2)
+        gate.gate.open()
+        let response = try await first.value
+        #expect(response.usage.output.totalTokenCount == 30)
+        #expect(response.transcriptEntries.map(\.kind) == ["prompt", "toolCalls", "toolOutput", "response"])
+        #expect(session.transcript.history.count == 4)
         try await session.expectCacheExact()
     }
 

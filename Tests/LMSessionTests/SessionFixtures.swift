@@ -84,3 +84,45 @@ struct CalendarTool: Tool {
     var argumentsSchema: String { #"{"day": "string"}"# }
     func call(arguments: String) async throws -> String { "No events on \(arguments)" }
 }
+
+/// A tool that waits until the test opens its gate: it holds a request in flight
+/// deterministically, without blocking a thread.
+struct GateTool: Tool {
+    final class Gate: Sendable {
+        let entered = Mutex(false)
+        let stream: AsyncStream<Void>
+        let continuation: AsyncStream<Void>.Continuation
+        init() { (stream, continuation) = AsyncStream<Void>.makeStream() }
+        func open() { continuation.yield(); continuation.finish() }
+        var hasEntered: Bool { entered.withLock { $0 } }
+    }
+
+    let gate = Gate()
+    var name: String { "wait" }
+    var description: String { "Waits for the test." }
+    var argumentsSchema: String { "{}" }
+    func call(arguments: String) async throws -> String {
+        gate.entered.withLock { $0 = true }
+        for await _ in gate.stream {}
+        return "done"
+    }
+
+    /// Steering that makes the model call this tool first, then sample freely.
+    func steering() throws -> @Sendable ([Int]) -> Int? {
+        let renderer = try PromptRenderer(tokenizer: tokenizer)
+        let call = [renderer.toolCall] + tokenizer.encode("wait now", bos: false) + [renderer.end]
+        let done = Mutex(false)
+        return { generated in
+            done.withLock { finished in
+                if finished { return nil }
+                if generated.count == call.count - 1 { finished = true }
+                return call[generated.count]
+            }
+        }
+    }
+
+    /// Waits (cooperatively) until a request is inside the tool.
+    func waitUntilEntered() async throws {
+        while !gate.hasEntered { try await Task.sleep(for: .milliseconds(2)) }
+    }
+}

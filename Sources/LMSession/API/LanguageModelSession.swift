@@ -88,13 +88,13 @@ public final class LanguageModelSession: Sendable {
     public convenience init(model: any LanguageModel = SystemLanguageModel.default,
                             dynamicInstructions: some DynamicInstructions,
                             history: some Collection<Transcript.Entry> = []) {
-        let profile = Profile(components: { dynamicInstructions.components() })
+        let profile = Profile(evaluating: dynamicInstructions)
         self.init(model: model, source: AnyDynamicProfile(erasing: profile), history: Array(history))
     }
 
     static func fixed(texts: [String], tools: [any Tool]) -> AnyDynamicProfile {
         let components = texts.map(InstructionComponent.text) + tools.map(InstructionComponent.tool)
-        return AnyDynamicProfile(erasing: Profile(components: { components }))
+        return AnyDynamicProfile(erasing: Profile(evaluating: InstructionGroup(parts: components)))
     }
 
     // MARK: State

@@ -26,7 +26,8 @@ extension LanguageModelSession {
             makeComponents = { dynamicInstructions().components() }
         }
 
-        init(components: @escaping () -> [InstructionComponent]) { makeComponents = components }
+        /// A profile over dynamic instructions given as a value (its body is re-evaluated per request).
+        init(evaluating instructions: some DynamicInstructions) { makeComponents = { instructions.components() } }
 
         /// A profile is its own resolution.
         public func resolveProfile(path: String) -> Profile {

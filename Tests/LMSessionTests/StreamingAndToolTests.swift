@@ -1,0 +1,136 @@
+import Foundation
+@testable import LMSession
+import LMRuntime
+import LMTestSupport
+import Synchronization
+import Testing
+
+struct StreamingAndToolTests {
+    static let instructions = "You are a helpful assistant in a weather app."
+
+    struct SwitchingProfile: LanguageModelSession.DynamicProfile {
+        let state: AppState
+        var body: some LanguageModelSession.DynamicProfile {
+            if state.flag {
+                LanguageModelSession.Profile { Instructions("You edit images. Be precise.") }.model(tinyModel)
+            } else {
+                LanguageModelSession.Profile { Instructions("You edit text. Be precise.") }.model(tinyModel)
+            }
+        }
+    }
+
+    @Test func profileSwitch_isADeliberateResetReportedAsSuch() async throws {
+        let state = AppState()
+        let session = LanguageModelSession(profile: SwitchingProfile(state: state))
+        _ = try await session.respond(to: "Crop the photo.", options: short())
+        let same = try await session.respond(to: "Now rotate it.", options: short())
+        #expect(same.invalidation == nil && same.usage.input.cachedTokenCount > 0)
+        state.flag = true
+        let switched = try await session.respond(to: "Fix the caption.", options: short())
+        #expect(switched.invalidation?.reason == .profileSwitch)
+        #expect(switched.invalidation?.position == 0)
+        #expect(switched.usage.input.cachedTokenCount == 0)
+        #expect(switched.invalidation?.discardedTokenCount == same.usage.input.totalTokenCount + same.usage.output.totalTokenCount + 1)
+        let after = try await session.respond(to: "Thanks.", options: short())
+        #expect(after.invalidation == nil)   // the new profile's prefix is reused again
+        try await session.expectCacheExact()
+    }
+
+    @Test func streamResponse_snapshotsGrowAndTheLastEqualsRespondWithTheSameSeed() async throws {
+        let options = GenerationOptions(samplingMode: .random(probabilityThreshold: 0.9, seed: 5), maximumResponseTokens: 10)
+        let streaming = LanguageModelSession(model: tinyModel, instructions: Self.instructions)
+        let stream = streaming.streamResponse(to: "Will it rain?", options: options)
+        var snapshots: [String] = []
+        var counts: [Int] = []
+        for try await snapshot in stream {
+            snapshots.append(snapshot.content)
+            counts.append(snapshot.usage.output.totalTokenCount)
+        }
+        let final = try await stream.collect()
+        #expect(counts == Array(1 ... 10))
+        for (a, b) in zip(snapshots, snapshots.dropFirst()) { #expect(b.count >= a.count) }
+        let plain = LanguageModelSession(model: tinyModel, instructions: Self.instructions)
+        let response = try await plain.respond(to: "Will it rain?", options: options)
+        #expect(snapshots.last == response.content && final.content == response.content)
+        #expect(final.usage.input == response.usage.input)
+    }
+
+    @Test func cancellation_midDecodeLeavesTheSessionUsableAndTheCacheExact() async throws {
+        let session = LanguageModelSession(model: tinyModel, instructions: Self.instructions)
+        _ = try await session.respond(to: "Hello.", options: short())
+        let transcript = session.transcript
+        // The request cancels its own task after five decoded tokens: a cancellation mid-decode.
+        session.setTokenSteering { generated in
+            if generated.count == 5 { withUnsafeCurrentTask { $0?.cancel() } }
+            return nil
+        }
+        let task = Task { try await session.respond(to: "Tell me everything about clouds.", options: short(500)) }
+        await #expect(throws: CancellationError.self) { try await task.value }
+        session.setTokenSteering(nil)
+        #expect(session.transcript == transcript && !session.isResponding)
+        try await session.expectCacheExact()
+        let next = try await session.respond(to: "Short answer please.", options: short())
+        #expect(next.usage.input.cachedTokenCount > 0)
+        #expect(session.transcript.history.count == transcript.history.count + 2)
+        try await session.expectCacheExact()
+    }
+
+    @Test func streamResponse_consumerCancellationStopsGeneration() async throws {
+        let gate = GateTool()
+        let session = LanguageModelSession(model: tinyModel, tools: [gate], instructions: Self.instructions)
+        session.setTokenSteering(try gate.steering())
+        let stream = session.streamResponse(to: "Stream a long answer.", options: short(500))
+        let consumer = Task { for try await _ in stream {} }
+        try await gate.waitUntilEntered()
+        consumer.cancel()           // the consumer goes away while the request is in its tool call
+        gate.gate.open()
+        await #expect(throws: CancellationError.self) { try await stream.collect() }
+        #expect(session.transcript.history.isEmpty && !session.isResponding)
+        try await session.expectCacheExact()
+    }
+
+    @Test func toolCalling_recordsTheCallRunsTheToolAndContinues() async throws {
+        let tool = WeatherTool()
+        let session = LanguageModelSession(model: tinyModel, tools: [tool], instructions: Self.instructions)
+        let renderer = try PromptRenderer(tokenizer: tokenizer)
+        let call = [renderer.toolCall] + tokenizer.encode("weather Lisbon", bos: false) + [renderer.end]
+        let answer = tokenizer.encode("It is sunny.", bos: false) + [renderer.end]
+        // Steer decoding: first the call, then (after the tool output) a fixed answer.
+        let script = Mutex((round: 0, step: 0))
+        session.setTokenSteering { generated in
+            script.withLock { s in
+                if generated.isEmpty, s.step > 0 { s = (s.round + 1, 0) }   // a new round after the tool ran
+                let plan = s.round == 0 ? call : answer
+                defer { s.step += 1 }
+                return s.step < plan.count ? plan[s.step] : nil
+            }
+        }
+        let response = try await session.respond(to: "What is the weather in Lisbon?", options: short(20))
+        #expect(tool.calls.value.withLock { $0 } == 1)
+        #expect(response.content == "It is sunny.")
+        let kinds = response.transcriptEntries.map(\.kind)
+        #expect(kinds == ["prompt", "toolCalls", "toolOutput", "response"])
+        #expect(response.transcriptEntries.dropFirst().first == .toolCalls(.init(
+            calls: [.init(toolName: "weather", arguments: "Lisbon")], tokenIDs: call)))
+        #expect(response.transcriptEntries.dropFirst(2).first == .toolOutput(.init(toolName: "weather", text: "Sunny, 21 degrees in Lisbon")))
+        try await session.expectCacheExact()
+        // The next turn reuses everything, the tool round included.
+        session.setTokenSteering(nil)
+        let next = try await session.respond(to: "Thanks!", options: short())
+        #expect(next.invalidation == nil)
+        #expect(next.usage.input.totalTokenCount - next.usage.input.cachedTokenCount == Count.prompt("Thanks!") + 1)
+    }
+
+    @Test func toolCalling_unknownToolFailsWithItsName() async throws {
+        let session = LanguageModelSession(model: tinyModel, instructions: Self.instructions)
+        let renderer = try PromptRenderer(tokenizer: tokenizer)
+        let call = [renderer.toolCall] + tokenizer.encode("teleport Mars", bos: false) + [renderer.end]
+        session.setTokenSteering { generated in generated.count < call.count ? call[generated.count] : nil }
+        await #expect(throws: LanguageModelError.toolCallFailed(toolName: "teleport", reason: "no such tool is offered")) {
+            try await session.respond(to: "Beam me up.", options: short())
+        }
+        #expect(session.transcript.history.isEmpty)
+        #expect(!session.isResponding)
+        try await session.expectCacheExact()
+    }
+}
