@@ -29,8 +29,11 @@ struct BadInputTests {
         do { _ = try loadCheckpoint(cut, "cut.bin") } catch let ModelLoadError.truncated(_, expected, actual) {
             #expect(expected == full.count && actual == full.count - 10)
         }
-        #expect(throws: ModelLoadError.truncated(path: Fixtures.temporaryFile("short.bin").path, expectedBytes: 28, actualBytes: 12)) {
-            try loadCheckpoint(Data(count: 12), "short.bin")
+        do {
+            _ = try loadCheckpoint(Data(count: 12), "short.bin")
+            Issue.record("a 12-byte checkpoint was accepted")
+        } catch let ModelLoadError.truncated(_, expected, actual) {
+            #expect(expected == 28 && actual == 12)
         }
     }
 

@@ -72,8 +72,8 @@ extension Fixtures {
         The weather should stay dry until the afternoon, when a little rain may arrive from the coast.
         """
 
-    /// A temporary file path unique to this process.
+    /// A temporary file path unique to this call (parallel tests never share one).
     public static func temporaryFile(_ name: String) -> URL {
-        FileManager.default.temporaryDirectory.appendingPathComponent("kvsession-\(ProcessInfo.processInfo.processIdentifier)-\(name)")
+        FileManager.default.temporaryDirectory.appendingPathComponent("kvsession-\(UUID().uuidString)-\(name)")
     }
 }
