@@ -21,10 +21,11 @@ let package = Package(
         ),
         .target(name: "LMRuntime", dependencies: ["COpenBLAS"]),
         .target(name: "LMSession", dependencies: ["LMRuntime"]),
+        .target(name: "KVScenarios", dependencies: ["LMSession", "LMRuntime"]),
         .executableTarget(
             name: "kvbench",
             dependencies: [
-                "LMRuntime",
+                "LMRuntime", "LMSession", "KVScenarios",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/kvbench"
@@ -38,7 +39,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LMSessionTests", dependencies: ["LMSession", "LMRuntime", "LMTestSupport"]),
-        .testTarget(name: "KVBenchTests", dependencies: ["LMTestSupport", "kvbench"]),
+        .testTarget(name: "KVBenchTests", dependencies: ["LMTestSupport", "KVScenarios", "LMSession", "kvbench"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -60,6 +60,13 @@ extension LanguageModelSession {
         }
     }
 
+    /// Waits until a ``prewarm(promptPrefix:)`` started earlier has finished (returns at once
+    /// when none is running). Apps need not call it: a request waits by itself. Benchmarks do,
+    /// to model a user who is still typing while the cache warms.
+    public func waitForPrewarm() async {
+        await state.withLock { $0.prewarm }?.value
+    }
+
     // MARK: - The request pipeline (DESIGN.md, "One request, as data")
 
     private func performPrewarm(_ prefix: Prompt?) async throws {

@@ -1,0 +1,106 @@
+import ArgumentParser
+import Foundation
+import KVScenarios
+import LMRuntime
+import LMSession
+
+extension KVBench {
+    /// `kvbench scenarios` (the default): prefix-change scenarios side by side.
+    struct Scenarios: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run prefix-change scenarios on the public session API and compare cache reuse and latency.")
+
+        enum Format: String, ExpressibleByArgument, CaseIterable {
+            case table, json, csv, markdown
+        }
+
+        @OptionGroup var options: ModelOptions
+
+        @Option(name: .long, help: "Output format: \(Format.allCases.map(\.rawValue).joined(separator: ", ")).")
+        var format: Format = .table
+
+        @Option(name: .long, help: "Scenario to run (repeatable; default: all). See --list.")
+        var scenario: [String] = []
+
+        @Option(name: .long, help: "Turns per scenario.")
+        var turns: Int?
+
+        @Option(name: .long, help: "Tokens generated per response.")
+        var responseTokens: Int = 12
+
+        @Option(name: .long, help: "Sampling seed (token counts are identical for a seed).")
+        var seed: UInt64 = 0
+
+        @Option(name: .long, help: "Show a per-turn bar chart of reused vs recomputed tokens for this scenario.")
+        var timeline: String?
+
+        @Option(name: .long, help: "Write an SVG chart (hit rate and TTFT per turn, one series per scenario) to this file.")
+        var svg: String?
+
+        @Flag(name: .long, help: "Run the smaller `small` model with 4 turns (about 30 s).")
+        var quick = false
+
+        @Flag(name: .long, help: "List the scenarios and exit.")
+        var list = false
+
+        func validate() throws {
+            if let turns, turns < 1 || turns > 64 { throw ValidationError("--turns must be in 1...64, got \(turns).") }
+            if responseTokens < 1 || responseTokens > 512 {
+                throw ValidationError("--response-tokens must be in 1...512, got \(responseTokens).")
+            }
+            let names = Set(ScenarioCatalog.all.map(\.name))
+            for name in scenario + (timeline.map { [$0] } ?? []) where !names.contains(name) {
+                throw ValidationError("unknown scenario '\(name)'; run `kvbench scenarios --list` for the names.")
+            }
+            if quick, options.model != nil || options.checkpoint != nil {
+                throw ValidationError("--quick picks the model itself; drop --model/--checkpoint or --quick.")
+            }
+        }
+
+        func run() async throws {
+            if list {
+                for s in ScenarioCatalog.all { print("\(s.group). \(s.name.padding(toLength: 26, withPad: " ", startingAt: 0)) \(s.title)") }
+                return
+            }
+            options.configureThreads()
+            let model = try sessionModel()
+            let devices = (try? DeviceProfile.load(ModelCatalog.bundled.directory.appendingPathComponent("devices.json"))) ?? []
+            let runner = ScenarioRunner(model: model, turns: turns ?? (quick ? 4 : 6), seed: seed,
+                                        responseTokens: responseTokens, devices: devices)
+            var chosen = scenario.isEmpty ? ScenarioCatalog.all : scenario.compactMap(ScenarioCatalog.named)
+            if let timeline, !chosen.contains(where: { $0.name == timeline }) { chosen += [ScenarioCatalog.named(timeline)!] }
+            progress("model \(try model.loaded().name), \(runner.turns) turns per scenario, \(chosen.count) scenarios")
+            var results: [ScenarioResult] = []
+            for (i, s) in chosen.enumerated() {
+                progress("[\(i + 1)/\(chosen.count)] \(s.name)…")
+                results.append(try await runner.run(s) { turn in
+                    progress("    turn \(turn.turn): \(turn.cached_tokens)/\(turn.input_tokens) cached, TTFT \(Int(turn.ttft_ms)) ms")
+                })
+            }
+            let report = ScenarioReport(results: results, devices: devices.map(\.name))
+            switch format {
+            case .table: print(report.table())
+            case .markdown: print(report.markdown())
+            case .csv: print(report.csv(), terminator: "")
+            case .json: print(try jsonText(results.flatMap(\.turns)))
+            }
+            if let timeline, let result = results.first(where: { $0.scenario.name == timeline }) {
+                print(report.timeline(result))
+            }
+            if let svg {
+                try SVGChart(results: results).render().write(toFile: svg, atomically: true, encoding: .utf8)
+                progress("wrote \(svg)")
+            }
+        }
+
+        private func sessionModel() throws -> SystemLanguageModel {
+            if let checkpoint = options.checkpoint {
+                guard let tokenizer = options.tokenizer else {
+                    throw ValidationError("--checkpoint needs --tokenizer (with the session control pieces).")
+                }
+                return SystemLanguageModel(checkpoint: URL(fileURLWithPath: checkpoint), tokenizer: URL(fileURLWithPath: tokenizer))
+            }
+            return SystemLanguageModel(named: quick ? "small" : options.model ?? "base")
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import LMRuntime
+import LMSession
+
+/// A multi-turn conversation that exercises one way of structuring a session.
+public struct Scenario: Sendable {
+    /// Short name for `--scenario` (e.g. `stable-append`).
+    public let name: String
+    /// The numbered group it belongs to (1–10), shared by the variants compared side by side.
+    public let group: Int
+    /// One-line description.
+    public let title: String
+    let body: @Sendable (ScenarioContext) async throws -> Void
+}
+
+/// What a scenario body uses: the model, options for each turn, and a recorder.
+public final class ScenarioContext: @unchecked Sendable {
+    /// The model every session in the scenario runs.
+    public let model: any LanguageModel
+    /// Turns to run.
+    public let turns: Int
+    /// Seed for sampling (responses differ by seed; token counts are fixed for a seed).
+    public let seed: UInt64
+    /// Tokens per response.
+    public let responseTokens: Int
+    let projector: Projector
+    let scenario: String
+    private(set) var records: [ScenarioTurn] = []
+    let onTurn: @Sendable (ScenarioTurn) -> Void
+
+    init(model: any LanguageModel, turns: Int, seed: UInt64, responseTokens: Int, projector: Projector,
+         scenario: String, onTurn: @escaping @Sendable (ScenarioTurn) -> Void) {
+        self.model = model
+        self.turns = turns
+        self.seed = seed
+        self.responseTokens = responseTokens
+        self.projector = projector
+        self.scenario = scenario
+        self.onTurn = onTurn
+    }
+
+    /// Options for turn `turn`: a fixed response length, seeded sampling.
+    func options(_ turn: Int) -> GenerationOptions {
+        GenerationOptions(samplingMode: .random(top: 40, seed: seed &+ UInt64(turn)), temperature: 0.8,
+                          maximumResponseTokens: responseTokens)
+    }
+
+    /// Runs turn `turn` of `session` with `prompt` and records it.
+    @discardableResult
+    func turn(_ turn: Int, _ session: LanguageModelSession, _ prompt: String) async throws -> LanguageModelSession.Response<String> {
+        let response = try await session.respond(to: Prompt(prompt), options: options(turn))
+        record(turn, response)
+        return response
+    }
+
+    func record(_ turn: Int, _ response: LanguageModelSession.Response<String>) {
+        let usage = response.usage
+        let report = response.invalidation
+        let record = ScenarioTurn(
+            scenario: scenario, turn: turn + 1, input_tokens: usage.input.totalTokenCount,
+            cached_tokens: usage.input.cachedTokenCount, output_tokens: usage.output.totalTokenCount,
+            prefill_ms: Self.ms(usage.prefillDuration), ttft_ms: Self.ms(usage.timeToFirstToken),
+            invalidated_at: report?.position, invalidated_segment: report.map { "\($0.segment)" },
+            invalidation_reason: report?.reason.rawValue,
+            projected_ttft_ms: projector.ttft(cached: usage.input.cachedTokenCount, computed: usage.computedTokenCount))
+        records.append(record)
+        onTurn(record)
+    }
+
+    static func ms(_ d: Duration) -> Double {
+        Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) * 1e-15
+    }
+}
+
+/// Runs scenarios on a model.
+public struct ScenarioRunner: Sendable {
+    /// The model.
+    public let model: any LanguageModel
+    /// Turns per scenario.
+    public let turns: Int
+    /// Sampling seed.
+    public let seed: UInt64
+    /// Tokens per response.
+    public let responseTokens: Int
+    /// Device profiles for the projected latency column.
+    public let devices: [DeviceProfile]
+
+    /// A runner.
+    public init(model: any LanguageModel, turns: Int, seed: UInt64, responseTokens: Int = 12, devices: [DeviceProfile] = []) {
+        self.model = model
+        self.turns = turns
+        self.seed = seed
+        self.responseTokens = responseTokens
+        self.devices = devices
+    }
+
+    /// Runs `scenario`, calling `onTurn` after each turn.
+    public func run(_ scenario: Scenario, onTurn: @escaping @Sendable (ScenarioTurn) -> Void = { _ in }) async throws -> ScenarioResult {
+        let config = try model.loaded().weights.config
+        let context = ScenarioContext(model: model, turns: turns, seed: seed, responseTokens: responseTokens,
+                                      projector: Projector(config: config, devices: devices),
+                                      scenario: scenario.name, onTurn: onTurn)
+        try await scenario.body(context)
+        return ScenarioResult(scenario: scenario, turns: context.records)
+    }
+}

@@ -1,0 +1,86 @@
+/// The conversations the scenarios replay: realistic app text, written for this repository.
+enum ScenarioTexts {
+    static let coachInstructions = """
+        You are the coach inside a running app. Give short, specific advice based on the runner's \
+        recent sessions. Prefer easy running, sleep and consistency over heroics. When a pain gets \
+        sharper during a run, tell the runner to stop and rest.
+        """
+
+    static let coachPrompts = [
+        "I ran five kilometres this morning and my legs feel heavy. What should I do tomorrow?",
+        "Can you plan my week? I have time on Monday, Wednesday, Friday and Sunday.",
+        "What should I eat before a long run on Sunday morning?",
+        "My watch says I slept badly three nights in a row. Should I still do the intervals?",
+        "How fast should my easy runs be if my race pace is five minutes per kilometre?",
+        "I missed the strength session again. Is that a problem?",
+        "Summarise my week in three sentences.",
+        "What is one thing I should change next month?",
+    ]
+
+    static let cookingInstructions = """
+        You are a cooking assistant. Suggest simple recipes with the ingredients the user has, \
+        ask about allergies when it matters, and keep every step short enough to read while cooking.
+        """
+
+    static let cookingPrompts = [
+        "Suggest a recipe using two tomatoes, an onion, spinach, chickpeas and rice.",
+        "I have no cumin. What can I use instead?",
+        "How do I keep the rice from getting sticky?",
+        "Make it suitable for a child who does not like spicy food.",
+        "What can I do with the leftovers tomorrow?",
+        "Write a shopping list for the same meal for six people.",
+        "How long can I keep the curry in the fridge?",
+        "Suggest a quick dessert with apples and oats.",
+    ]
+
+    static let editorInstructions = """
+        You are the assistant in a presentation editor. Improve slides the user selects: shorter \
+        titles, at most three bullet points, one message per slide. Never invent numbers.
+        """
+
+    static let editorPrompts = [
+        "Improve slide two: the title is Our quarterly results in detail.",
+        "Make the chart on slide four easier to read.",
+        "Write speaker notes for the opening slide.",
+        "Slides five and six repeat each other. Merge them.",
+        "Suggest a closing slide that asks for the budget approval.",
+        "Shorten every title in the deck.",
+        "Check the deck for accessibility problems.",
+        "Give me a one sentence summary of the whole talk.",
+    ]
+
+    static let travelInstructions = """
+        You are a travel assistant in a mobile app. Use the tools when you need live data, keep \
+        answers short, and list at most three options.
+        """
+
+    static let travelPrompts = [
+        "Plan a weekend in Porto for two people.",
+        "Where should we eat on Saturday evening?",
+        "Is it better to take the train or drive from Lisbon?",
+        "What should we pack if it might rain?",
+        "Add the dinner reservation to my calendar.",
+        "Find something to do on Sunday morning.",
+        "How much will the whole weekend cost?",
+        "Remind me what we booked so far.",
+    ]
+
+    static let summary = """
+        Summary of the earlier conversation: the runner trains four times a week, is preparing \
+        for a ten kilometre race, sleeps poorly before early sessions, and asked for easy weeks \
+        after hard ones. Open question: whether to add a second long run.
+        """
+
+    /// A long, realistic answer used to fill history near the context limit.
+    static let longAnswer = """
+        Here is a detailed plan. On Monday run thirty minutes at an easy pace and keep your \
+        breathing relaxed. On Wednesday do six short intervals of one minute with two minutes of \
+        slow jogging between them. On Friday rest or walk. On Sunday run for seventy minutes, \
+        starting slowly and finishing with energy left. Eat a meal with protein and carbohydrates \
+        after each session, drink water through the day, and go to bed at the same time every night.
+        """
+
+    static func prompt(_ prompts: [String], turn: Int) -> String {
+        turn < prompts.count ? prompts[turn] : "\(prompts[turn % prompts.count]) (follow-up \(turn / prompts.count))"
+    }
+}
