@@ -64,7 +64,7 @@ extension KVBench {
             }
             options.configureThreads()
             let model = try sessionModel()
-            let devices = (try? DeviceProfile.load(ModelCatalog.bundled.directory.appendingPathComponent("devices.json"))) ?? []
+            let devices = (try? DeviceProfile.load(ModelCatalog.bundled.directory.appendingPathComponent("devices/profiles.json"))) ?? []
             let runner = ScenarioRunner(model: model, turns: turns ?? (quick ? 4 : 6), seed: seed,
                                         responseTokens: responseTokens, devices: devices)
             var chosen = scenario.isEmpty ? ScenarioCatalog.all : scenario.compactMap(ScenarioCatalog.named)

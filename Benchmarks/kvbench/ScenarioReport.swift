@@ -49,7 +49,7 @@ struct ScenarioReport {
         if !devices.isEmpty {
             out.append("")
             out.append("Projected TTFT columns are projections, not measurements: exact FLOP and byte counts of each")
-            out.append("request divided by the device profiles in Models/devices.json (see README).")
+            out.append("request divided by the device profiles in Models/devices/profiles.json (see README).")
         }
         return out.joined(separator: "\n")
     }

@@ -1,7 +1,7 @@
 import Foundation
 import LMRuntime
 
-/// A device's compute and memory figures, for projecting latency (Models/devices.json).
+/// A device's compute and memory figures, for projecting latency (Models/devices/profiles.json).
 public struct DeviceProfile: Codable, Sendable, Equatable {
     /// Short name used as a column header.
     public var name: String

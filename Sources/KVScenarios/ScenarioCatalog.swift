@@ -134,6 +134,9 @@ public enum ScenarioCatalog {
         },
     ]
 
+    /// The instruction texts the scenarios use (tests count their tokens).
+    public static let texts = (coach: ScenarioTexts.coachInstructions, cooking: ScenarioTexts.cookingInstructions)
+
     /// The scenario named `name`.
     public static func named(_ name: String) -> Scenario? { all.first { $0.name == name } }
 

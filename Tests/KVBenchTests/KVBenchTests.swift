@@ -112,3 +112,54 @@ struct KVBenchTests {
         #expect(run.stderr.contains(message), "\(run.stderr)")
     }
 }
+
+/// The scenarios command's output formats agree with each other.
+struct ScenarioOutputTests {
+    @Test func json_parsesAndMatchesTheTableAndCSV() throws {
+        let common = ["scenarios", "--model", "tiny", "--turns", "2", "--response-tokens", "4",
+                      "--scenario", "stable-append", "--scenario", "changing-top"]
+        let json = try KVBenchTests.run(common + ["--format", "json"])
+        #expect(json.status == 0, "\(json.stderr)")
+        let records = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
+        #expect(records.count == 4)
+        for key in ["scenario", "turn", "input_tokens", "cached_tokens", "output_tokens", "prefill_ms", "ttft_ms"] {
+            #expect(records.allSatisfy { $0[key] != nil }, "\(key)")
+        }
+        let table = try KVBenchTests.run(common)
+        #expect(table.status == 0)
+        for name in ["stable-append", "changing-top"] {
+            let mine = records.filter { $0["scenario"] as? String == name }
+            let input = mine.map { $0["input_tokens"] as! Int }.reduce(0, +)
+            let cached = mine.map { $0["cached_tokens"] as! Int }.reduce(0, +)
+            let row = try #require(table.stdout.split(separator: "\n").first { $0.contains(". \(name) ") })
+            let cells = row.split(separator: " ").map(String.init)
+            #expect(cells[2] == "2" && cells[3] == "\(input)" && cells[4] == "\(cached)", "\(row)")
+        }
+        let csv = try KVBenchTests.run(common + ["--format", "csv"])
+        let lines = csv.stdout.split(separator: "\n")
+        #expect(lines.count == 5 && lines[0].hasPrefix("scenario,turn,input_tokens,cached_tokens"))
+        #expect(table.stderr.contains("[1/2] stable-append"))   // progress on stderr
+    }
+
+    @Test func timelineAndSVG_areWritten() throws {
+        let svg = Fixtures.temporaryFile("chart.svg")
+        defer { try? FileManager.default.removeItem(at: svg) }
+        let run = try KVBenchTests.run(["scenarios", "--model", "tiny", "--turns", "3", "--response-tokens", "3",
+                                        "--scenario", "changing-top", "--timeline", "changing-top", "--svg", svg.path])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("turn  2") && run.stdout.contains("█") && run.stdout.contains("✗ at"))
+        let chart = try String(contentsOf: svg, encoding: .utf8)
+        #expect(chart.hasPrefix("<svg") && chart.contains("<polyline") && chart.hasSuffix("</svg>"))
+    }
+
+    @Test func list_namesEveryScenario() throws {
+        let run = try KVBenchTests.run(["scenarios", "--list"])
+        #expect(run.status == 0)
+        for name in ["stable-append", "changing-top", "conditional-first", "tool-added-midway", "strip-debug",
+                     "consolidate-when-full", "first-turn-prewarm-prefix", "restore-prewarm", "switch-every-turn"] {
+            #expect(run.stdout.contains(name))
+        }
+        let bad = try KVBenchTests.run(["scenarios", "--scenario", "nope"])
+        #expect(bad.status != 0 && bad.stderr.contains("unknown scenario 'nope'"))
+    }
+}

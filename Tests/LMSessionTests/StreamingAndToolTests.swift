@@ -122,15 +122,27 @@ struct StreamingAndToolTests {
     }
 
     @Test func toolCalling_unknownToolFailsWithItsName() async throws {
-        let session = LanguageModelSession(model: tinyModel, instructions: Self.instructions)
+        let session = LanguageModelSession(model: tinyModel, tools: [WeatherTool()], instructions: Self.instructions)
         let renderer = try PromptRenderer(tokenizer: tokenizer)
         let call = [renderer.toolCall] + tokenizer.encode("teleport Mars", bos: false) + [renderer.end]
         session.setTokenSteering { generated in generated.count < call.count ? call[generated.count] : nil }
         await #expect(throws: LanguageModelError.toolCallFailed(toolName: "teleport", reason: "no such tool is offered")) {
-            try await session.respond(to: "Beam me up.", options: short())
+            try await session.respond(to: "Beam me up.", options: short(20))
         }
         #expect(session.transcript.history.isEmpty)
         #expect(!session.isResponding)
+        try await session.expectCacheExact()
+    }
+
+    @Test func toolCalling_withoutToolsTheCallSyntaxIsPlainResponseText() async throws {
+        let session = LanguageModelSession(model: tinyModel, instructions: Self.instructions)
+        let renderer = try PromptRenderer(tokenizer: tokenizer)
+        let call = [renderer.toolCall] + tokenizer.encode("teleport Mars", bos: false)
+        session.setTokenSteering { generated in generated.count < call.count ? call[generated.count] : nil }
+        let response = try await session.respond(to: "Beam me up.", options: short(call.count))
+        #expect(response.transcriptEntries.map(\.kind) == ["prompt", "response"])
+        guard case let .response(r) = response.transcriptEntries.last else { return }
+        #expect(r.tokenIDs == call)   // an unfinished call within the budget stays in the response
         try await session.expectCacheExact()
     }
 }

@@ -97,7 +97,8 @@ extension LanguageModelSession {
 
         // 1. Resolve the profile (instructions and tools in declaration order) and run onPrompt.
         let (profile, components, stored) = try await resolve(runHooks: true)
-        let decoding = try decodingPlan(options, profile: profile)
+        var decoding = try decodingPlan(options, profile: profile)
+        decoding.toolsOffered = components.contains { if case .tool = $0 { true } else { false } }
         // 2. The stateless transform sees a copy (the new prompt included); the stored transcript is untouched.
         let promptEntry = Transcript.Entry.prompt(.init(text: prompt.text))
         let seen = transform(stored + [promptEntry], with: profile)
@@ -232,7 +233,7 @@ extension LanguageModelSession {
             guard p > 0, p <= 1 else { throw LanguageModelError.invalidOptions("probabilityThreshold must be in (0, 1], got \(p)") }
             strategy = .topP(Float(p), temperature: Float(temperature))
         }
-        return Decoding(strategy: strategy, seed: mode.seed ?? request, budget: budget, steering: steering)
+        return Decoding(strategy: strategy, seed: mode.seed ?? request, budget: budget, steering: steering, toolsOffered: false)
     }
 
     private func runTool(_ call: Transcript.ToolCall, offered: [InstructionComponent]) async throws -> String {

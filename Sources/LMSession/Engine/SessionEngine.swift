@@ -32,6 +32,8 @@ struct Decoding: Sendable {
     /// A test and demo seam: returns a token to force at step `index` (given the tokens
     /// generated so far), or `nil` to sample.
     var steering: (@Sendable (_ generated: [Int]) -> Int?)?
+    /// Whether `<|tool_call|>` starts a call (only when the request offers tools).
+    var toolsOffered: Bool
 }
 
 /// The transformer, its KV cache and the renderer of one session; requests run here one at a time.
@@ -94,7 +96,7 @@ actor SessionEngine {
             try Task.checkCancellation()
             let next = decoding.steering?(outcome.generated) ?? sampler.sample(logits)
             if outcome.firstToken == nil { outcome.firstToken = started.duration(to: clock.now) }
-            if next == renderer.toolCall, callStart == nil { callStart = outcome.generated.count }
+            if next == renderer.toolCall, callStart == nil, decoding.toolsOffered { callStart = outcome.generated.count }
             if stops.contains(next) {
                 if let start = callStart, next == renderer.end {
                     outcome.ending = .toolCall(Array(outcome.generated[start...]) + [next])
@@ -104,8 +106,9 @@ actor SessionEngine {
             }
             outcome.generated.append(next)
             if callStart == nil { onToken(outcome.generated) }
-            // The last token is not run here: close(after:) runs it with the closing marker.
-            if callStart == nil, outcome.generated.count >= budget { outcome.pending = next; break }
+            // The budget covers every generated token, an unfinished tool call's included (it then
+            // stays in the response). The last token is not run here: close(after:) runs it.
+            if outcome.generated.count >= budget { outcome.pending = next; break }
             guard cache.count < min(cache.capacity, contextSize) else {
                 outcome.pending = next
                 outcome.ending = .contextFull

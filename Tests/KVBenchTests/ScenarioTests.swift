@@ -1,0 +1,107 @@
+import Foundation
+import KVScenarios
+import LMRuntime
+import LMSession
+import LMTestSupport
+import Testing
+
+/// Token accounting of the kvbench scenarios (never times), on the bundled tiny model.
+struct ScenarioTests {
+    static let model = SystemLanguageModel(named: "tiny")
+    static let tokenizer = Fixtures.bundledTokenizer
+
+    func run(_ name: String, turns: Int = 4, seed: UInt64 = 0) async throws -> [ScenarioTurn] {
+        let scenario = try #require(ScenarioCatalog.named(name))
+        return try await ScenarioRunner(model: Self.model, turns: turns, seed: seed, responseTokens: 5).run(scenario).turns
+    }
+
+    @Test func stableAppend_everyTurnReusesAllOfThePreviousTurn() async throws {
+        let turns = try await run("stable-append")
+        #expect(turns.first?.cached_tokens == 0 && turns.first?.invalidation_reason == "emptyCache")
+        for (previous, turn) in zip(turns, turns.dropFirst()) {
+            #expect(turn.cached_tokens == previous.input_tokens + previous.output_tokens + 1)
+            #expect(turn.invalidated_at == nil)
+        }
+    }
+
+    @Test func changingTop_reusesNothingPastTheFirstDifferingToken() async throws {
+        let turns = try await run("changing-top")
+        for (i, turn) in turns.enumerated().dropFirst() {
+            let before = Self.tokenizer.encode("Current time: 09:\(String(format: "%02d", (i - 1) * 7 % 60)).", bos: false)
+            let now = Self.tokenizer.encode("Current time: 09:\(String(format: "%02d", i * 7 % 60)).", bos: false)
+            let same = zip(before, now).prefix { $0 == $1 }.count
+            #expect(turn.cached_tokens == 2 + same)   // BOS, <|system|>, then the common part of the line
+            #expect(turn.invalidated_at == 2 + same && turn.invalidated_segment == "instructions (text 0)")
+        }
+    }
+
+    @Test func changingBottom_keepsTheStaticInstructions() async throws {
+        let turns = try await run("changing-bottom")
+        let staticPart = 2 + Self.tokenizer.encode(ScenarioCatalogProbe.coachInstructions, bos: false).count
+        for turn in turns.dropFirst() {
+            #expect(turn.cached_tokens >= staticPart)
+            #expect(turn.invalidated_segment == "instructions (text 1)")
+        }
+    }
+
+    @Test func conditionals_lastKeepsMoreThanFirstAtTheToggle() async throws {
+        let last = try await run("conditional-last"), first = try await run("conditional-first")
+        let toggle = 2   // turns / 2 with 4 turns: the third turn (index 2)
+        #expect(last[toggle].invalidated_segment == "instructions (text 2)")
+        #expect(first[toggle].invalidated_segment == "instructions (text 0)")
+        #expect(first[toggle].cached_tokens == 2)
+        #expect(last[toggle].cached_tokens > first[toggle].cached_tokens)
+        #expect(last[toggle].input_tokens == first[toggle].input_tokens)
+    }
+
+    @Test func firstTurn_prewarmCachesTheInstructionsAndPrefix() async throws {
+        let cold = try await run("first-turn-cold"), warm = try await run("first-turn-prewarm")
+        let prefix = try await run("first-turn-prewarm-prefix")
+        for i in cold.indices {
+            #expect(cold[i].cached_tokens == 0)
+            #expect(warm[i].cached_tokens == 2 + Self.tokenizer.encode(ScenarioCatalogProbe.cookingInstructions, bos: false).count + 1)
+            #expect(prefix[i].cached_tokens > warm[i].cached_tokens)
+            #expect(cold[i].input_tokens == warm[i].input_tokens)
+        }
+    }
+
+    @Test func restorePrewarm_computesOnlyTheNewPrompt() async throws {
+        let cold = try await run("restore"), warm = try await run("restore-prewarm")
+        for (c, w) in zip(cold, warm) {
+            #expect(c.cached_tokens == 0 && c.invalidation_reason == "emptyCache")
+            #expect(w.cached_tokens == w.input_tokens - w.recomputed_tokens && w.invalidated_at == nil)
+            #expect(w.input_tokens == c.input_tokens)
+        }
+    }
+
+    @Test func profileSwitch_everyTurnStartsOver() async throws {
+        let turns = try await run("switch-every-turn")
+        for turn in turns.dropFirst() {
+            #expect(turn.cached_tokens == 0 && turn.invalidation_reason == "profileSwitch")
+        }
+        let boundary = try await run("switch-at-boundary")
+        #expect(boundary.filter { $0.invalidation_reason == "profileSwitch" }.count == 1)
+    }
+
+    @Test func nearLimit_consolidationRecomputesOnceTrimmingEveryTurn() async throws {
+        let trim = try await run("trim-every-turn"), consolidate = try await run("consolidate-when-full")
+        #expect(trim.allSatisfy { $0.invalidated_at != nil })
+        #expect(consolidate.filter { $0.invalidated_at != nil }.count <= 1)
+        #expect(consolidate.map(\.recomputed_tokens).reduce(0, +) < trim.map(\.recomputed_tokens).reduce(0, +))
+    }
+
+    @Test func everyScenario_isDeterministicForASeed() async throws {
+        for scenario in ScenarioCatalog.all where !scenario.name.hasPrefix("trim") && !scenario.name.hasPrefix("consolidate") {
+            let a = try await run(scenario.name, turns: 2, seed: 3), b = try await run(scenario.name, turns: 2, seed: 3)
+            #expect(a.map(\.input_tokens) == b.map(\.input_tokens), "\(scenario.name)")
+            #expect(a.map(\.cached_tokens) == b.map(\.cached_tokens), "\(scenario.name)")
+            #expect(a.map(\.output_tokens) == b.map(\.output_tokens), "\(scenario.name)")
+        }
+    }
+}
+
+/// The scenario texts the checks above count tokens of.
+enum ScenarioCatalogProbe {
+    static var coachInstructions: String { ScenarioCatalog.texts.coach }
+    static var cookingInstructions: String { ScenarioCatalog.texts.cooking }
+}
