@@ -17,9 +17,11 @@ struct SVGChart {
         var svg = ["<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">",
                    "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>"]
         svg += panel(x: margin, title: "Cache hit rate per turn", yLabel: "cached ÷ input tokens", turns: turns, yMax: 1,
-                     tick: { String(format: "%.0f%%", $0 * 100) }) { $0.input_tokens == 0 ? 0 : Double($0.cached_tokens) / Double($0.input_tokens) }
-        svg += panel(x: 2 * margin + panelWidth, title: "Time to first token per turn", yLabel: "ms", turns: turns, yMax: maxTTFT,
-                     tick: { String(format: "%.0f", $0) }) { $0.ttft_ms }
+                     tick: { String(format: "%.0f%%", $0 * 100) }, ticks: 4) { $0.input_tokens == 0 ? 0 : Double($0.cached_tokens) / Double($0.input_tokens) }
+        // TTFT spans orders of magnitude (a full recompute near the window vs an append): log scale.
+        let decades = max(1, ceil(log10(maxTTFT)))
+        svg += panel(x: 2 * margin + panelWidth, title: "Time to first token per turn (log scale)", yLabel: "ms", turns: turns,
+                     yMax: decades, tick: { String(format: "%.0f", pow(10, $0)) }, ticks: Int(decades)) { log10(max(1, $0.ttft_ms)) }
         let legendX = 2 * (margin + panelWidth) + 20
         for (i, r) in results.enumerated() {
             let y = margin + Double(i) * 16
@@ -32,14 +34,14 @@ struct SVGChart {
     }
 
     private func panel(x: Double, title: String, yLabel: String, turns: Int, yMax: Double, tick: (Double) -> String,
-                       value: (ScenarioTurn) -> Double) -> [String] {
+                       ticks: Int, value: (ScenarioTurn) -> Double) -> [String] {
         let top = margin, bottom = margin + panelHeight
         func px(_ turn: Int) -> Double { x + (turns == 1 ? panelWidth / 2 : Double(turn - 1) / Double(turns - 1) * panelWidth) }
         func py(_ v: Double) -> Double { bottom - min(1, v / yMax) * panelHeight }
         var out = ["<text x=\"\(x)\" y=\"\(top - 24)\" font-size=\"15\" font-weight=\"bold\">\(Self.escape(title))</text>",
                    "<text x=\"\(x - 44)\" y=\"\(top - 8)\" fill=\"#555\">\(Self.escape(yLabel))</text>"]
-        for k in 0 ... 4 {
-            let v = yMax * Double(k) / 4, y = py(v)
+        for k in 0 ... ticks {
+            let v = yMax * Double(k) / Double(ticks), y = py(v)
             out.append("<line x1=\"\(x)\" y1=\"\(y)\" x2=\"\(x + panelWidth)\" y2=\"\(y)\" stroke=\"#e5e5e5\"/>")
             out.append("<text x=\"\(x - 6)\" y=\"\(y + 4)\" text-anchor=\"end\" fill=\"#555\">\(tick(v))</text>")
         }

@@ -14,17 +14,11 @@ struct DynamicInstructionsTests {
         var body: some DynamicInstructions {
             Instructions("You are a running coach.")
             WeatherTool()
-            extraTools.map { AnyToolBox(tool: $0) }
+            extraTools
             if beginner { "Keep every plan gentle." } else { "The user is experienced." }
             if let goal { Instructions("Goal: \(goal)") }
             ForEach(tips) { tip in Instructions("Tip: \(tip)") }
         }
-    }
-
-    /// Wraps an existential tool so an array of them is dynamic instructions.
-    struct AnyToolBox: DynamicInstructions {
-        let tool: any Tool
-        func components() -> [InstructionComponent] { [.tool(tool)] }
     }
 
     static func describe(_ components: [InstructionComponent]) -> [String] {
@@ -92,6 +86,19 @@ struct DynamicInstructionsTests {
         let session = LanguageModelSession(profile: profile)
         await #expect(throws: Refused.self) { try await session.respond(to: "Hi", options: short()) }
         #expect(session.transcript.history.isEmpty && !session.isResponding)
+    }
+
+    @Test(.enabled(if: Fixtures.sharedModel("stories260K.bin") != nil, "skipped: ../shared/models/stories260K.bin is absent"))
+    func checkpointModel_withAPlainTokenizerUsesTextMarkers() async throws {
+        let model = SystemLanguageModel(checkpoint: try #require(Fixtures.sharedModel("stories260K.bin")),
+                                        tokenizer: try #require(Fixtures.sharedModel("tok512.bin")))
+        let session = LanguageModelSession(model: model, instructions: "Tell a story.")
+        let first = try await session.respond(to: "Once upon a time", options: short(8))
+        let second = try await session.respond(to: "Then what?", options: short(8))
+        #expect(try model.contextSize == 512)
+        #expect(second.usage.input.cachedTokenCount
+            == first.usage.input.totalTokenCount + first.usage.output.totalTokenCount + 1)
+        try await session.expectCacheExact()
     }
 
     @Test func systemLanguageModel_reportsContextAndTokenCounts() throws {

@@ -109,8 +109,8 @@ struct GateTool: Tool {
 
     /// Steering that makes the model call this tool first, then sample freely.
     func steering() throws -> @Sendable ([Int]) -> Int? {
-        let renderer = try PromptRenderer(tokenizer: tokenizer)
-        let call = [renderer.toolCall] + tokenizer.encode("wait now", bos: false) + [renderer.end]
+        let renderer = PromptRenderer(tokenizer: tokenizer)
+        let call = [renderer.toolCall!] + tokenizer.encode("wait now", bos: false) + [renderer.end]
         let done = Mutex(false)
         return { generated in
             done.withLock { finished in

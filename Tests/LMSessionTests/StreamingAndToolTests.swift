@@ -92,8 +92,8 @@ struct StreamingAndToolTests {
     @Test func toolCalling_recordsTheCallRunsTheToolAndContinues() async throws {
         let tool = WeatherTool()
         let session = LanguageModelSession(model: tinyModel, tools: [tool], instructions: Self.instructions)
-        let renderer = try PromptRenderer(tokenizer: tokenizer)
-        let call = [renderer.toolCall] + tokenizer.encode("weather Lisbon", bos: false) + [renderer.end]
+        let renderer = PromptRenderer(tokenizer: tokenizer)
+        let call = [renderer.toolCall!] + tokenizer.encode("weather Lisbon", bos: false) + [renderer.end]
         let answer = tokenizer.encode("It is sunny.", bos: false) + [renderer.end]
         // Steer decoding: first the call, then (after the tool output) a fixed answer.
         let script = Mutex((round: 0, step: 0))
@@ -123,8 +123,8 @@ struct StreamingAndToolTests {
 
     @Test func toolCalling_unknownToolFailsWithItsName() async throws {
         let session = LanguageModelSession(model: tinyModel, tools: [WeatherTool()], instructions: Self.instructions)
-        let renderer = try PromptRenderer(tokenizer: tokenizer)
-        let call = [renderer.toolCall] + tokenizer.encode("teleport Mars", bos: false) + [renderer.end]
+        let renderer = PromptRenderer(tokenizer: tokenizer)
+        let call = [renderer.toolCall!] + tokenizer.encode("teleport Mars", bos: false) + [renderer.end]
         session.setTokenSteering { generated in generated.count < call.count ? call[generated.count] : nil }
         await #expect(throws: LanguageModelError.toolCallFailed(toolName: "teleport", reason: "no such tool is offered")) {
             try await session.respond(to: "Beam me up.", options: short(20))
@@ -136,8 +136,8 @@ struct StreamingAndToolTests {
 
     @Test func toolCalling_withoutToolsTheCallSyntaxIsPlainResponseText() async throws {
         let session = LanguageModelSession(model: tinyModel, instructions: Self.instructions)
-        let renderer = try PromptRenderer(tokenizer: tokenizer)
-        let call = [renderer.toolCall] + tokenizer.encode("teleport Mars", bos: false)
+        let renderer = PromptRenderer(tokenizer: tokenizer)
+        let call = [renderer.toolCall!] + tokenizer.encode("teleport Mars", bos: false)
         session.setTokenSteering { generated in generated.count < call.count ? call[generated.count] : nil }
         let response = try await session.respond(to: "Beam me up.", options: short(call.count))
         #expect(response.transcriptEntries.map(\.kind) == ["prompt", "response"])

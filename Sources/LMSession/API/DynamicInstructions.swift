@@ -76,6 +76,10 @@ public enum DynamicInstructionsBuilder {
     public static func buildExpression(_ content: some DynamicInstructions) -> InstructionGroup {
         InstructionGroup(parts: content.components())
     }
+    /// An array of tools of mixed types.
+    public static func buildExpression(_ tools: [any Tool]) -> InstructionGroup {
+        InstructionGroup(parts: tools.map(InstructionComponent.tool))
+    }
     /// A plain string is an instruction text.
     public static func buildExpression(_ text: String) -> InstructionGroup { InstructionGroup(parts: [.text(text)]) }
     /// Items in declaration order.

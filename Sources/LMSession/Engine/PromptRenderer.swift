@@ -32,29 +32,32 @@ struct RenderedPrompt: Sendable, Equatable {
 /// `<|tool|> text <|end|>`, then the new prompt and the `<|assistant|>` header.
 struct PromptRenderer: Sendable {
     let tokenizer: Tokenizer
-    let system, user, assistant, tool, toolCall, end: Int
+    /// Markers that open segments: one control token each with the bundled tokenizer, or
+    /// plain-text markers (`System:`, `User:`, ...) with a tokenizer that lacks the control pieces.
+    let system, user, assistant, tool: [Int]
+    /// Opens a tool call; `nil` when the tokenizer has no control piece for it (no tool calls).
+    let toolCall: Int?
+    /// Closes a segment: `<|end|>`, or EOS when the tokenizer has no such piece.
+    let end: Int
 
-    init(tokenizer: Tokenizer) throws {
-        func id(_ piece: String) throws -> Int {
-            guard let id = tokenizer.id(of: piece) else {
-                throw LanguageModelError.runtime("the tokenizer has no control piece \(piece); session prompts need the bundled tokenizer's layout")
-            }
-            return id
+    init(tokenizer: Tokenizer) {
+        func marker(_ piece: String, fallback: String) -> [Int] {
+            tokenizer.id(of: piece).map { [$0] } ?? tokenizer.encode(fallback, bos: false)
         }
         self.tokenizer = tokenizer
-        system = try id(ControlPieces.system)
-        user = try id(ControlPieces.user)
-        assistant = try id(ControlPieces.assistant)
-        tool = try id(ControlPieces.tool)
-        toolCall = try id(ControlPieces.toolCall)
-        end = try id(ControlPieces.end)
+        system = marker(ControlPieces.system, fallback: "System:")
+        user = marker(ControlPieces.user, fallback: "User:")
+        assistant = marker(ControlPieces.assistant, fallback: "Assistant:")
+        tool = marker(ControlPieces.tool, fallback: "Tool:")
+        toolCall = tokenizer.id(of: ControlPieces.toolCall)
+        end = tokenizer.id(of: ControlPieces.end) ?? Tokenizer.eos
     }
 
     func text(_ s: String) -> [Int] { tokenizer.encode(s, bos: false) }
 
     /// The instructions segment(s).
     func renderInstructions(_ components: [InstructionComponent], into out: inout RenderedPrompt) {
-        var prefix = [Tokenizer.bos, system]
+        var prefix = [Tokenizer.bos] + system
         var textIndex = 0
         if components.isEmpty { out.append(prefix + [end], as: .instructions(index: 0)) }
         for (i, component) in components.enumerated() {
@@ -77,13 +80,13 @@ struct PromptRenderer: Sendable {
         case let .instructions(i):
             out.append(text(i.texts.joined(separator: "\n")), as: segment)
         case let .prompt(p):
-            out.append([user] + text(p.text) + [end], as: segment)
+            out.append(user + text(p.text) + [end], as: segment)
         case let .response(r):
-            out.append([assistant] + r.tokenIDs + [end], as: segment)
+            out.append(assistant + r.tokenIDs + [end], as: segment)
         case let .toolCalls(calls):
-            out.append([assistant] + calls.tokenIDs(self) , as: segment)
+            out.append(assistant + calls.tokenIDs(self), as: segment)
         case let .toolOutput(o):
-            out.append([tool] + text(o.text) + [end], as: segment)
+            out.append(tool + text(o.text) + [end], as: segment)
         }
     }
 
@@ -95,18 +98,18 @@ struct PromptRenderer: Sendable {
         for (i, entry) in history.enumerated() {
             // The new prompt closes the history; it is reported as "the new prompt".
             if prompt == nil, i == history.count - 1, case let .prompt(p) = entry {
-                out.append([user] + text(p.text) + [end], as: .prompt)
+                out.append(user + text(p.text) + [end], as: .prompt)
             } else {
                 renderEntry(entry, index: i, into: &out)
             }
         }
-        if let prompt { out.append([user] + text(prompt) + [end], as: .prompt) }
-        if header { out.append([assistant], as: .responseHeader) }
+        if let prompt { out.append(user + text(prompt) + [end], as: .prompt) }
+        if header { out.append(assistant, as: .responseHeader) }
         return out
     }
 
     /// The tokens a prompt prefix renders to (no closing marker), for prewarming.
-    func renderPromptPrefix(_ prefix: String) -> [Int] { [user] + text(prefix) }
+    func renderPromptPrefix(_ prefix: String) -> [Int] { user + text(prefix) }
 
     static func describe(_ d: Transcript.ToolDefinition) -> String {
         "Tool \(d.name): \(d.description) Arguments: \(d.argumentsSchema)"
@@ -117,6 +120,8 @@ extension Transcript.ToolCalls {
     /// The tokens of the calls: `<|tool_call|> name arguments <|end|>` per call.
     func tokenIDs(_ renderer: PromptRenderer) -> [Int] {
         if let tokenIDs { return tokenIDs }
-        return calls.flatMap { [renderer.toolCall] + renderer.text("\($0.toolName) \($0.arguments)") + [renderer.end] }
+        return calls.flatMap {
+            (renderer.toolCall.map { [$0] } ?? []) + renderer.text("\($0.toolName) \($0.arguments)") + [renderer.end]
+        }
     }
 }

@@ -55,7 +55,7 @@ actor SessionEngine {
         self.model = model
         transformer = Transformer(weights: model.weights, maxBatch: Self.maxBatch)
         cache = transformer.makeCache()
-        renderer = try PromptRenderer(tokenizer: model.tokenizer)
+        renderer = PromptRenderer(tokenizer: model.tokenizer)
     }
 
     nonisolated var contextSize: Int { model.weights.config.contextLength }
