@@ -6,11 +6,13 @@ let package = Package(
     products: [
         .library(name: "LMRuntime", targets: ["LMRuntime"]),
         .library(name: "LMSession", targets: ["LMSession"]),
+        .library(name: "ResponseCache", targets: ["ResponseCache"]),
         .executable(name: "kvbench", targets: ["kvbench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // OpenBLAS through pkg-config; Debian/Ubuntu ship it as libopenblas-dev.
@@ -21,6 +23,7 @@ let package = Package(
         ),
         .target(name: "LMRuntime", dependencies: ["COpenBLAS"]),
         .target(name: "LMSession", dependencies: ["LMRuntime"]),
+        .target(name: "ResponseCache", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "KVScenarios", dependencies: ["LMSession", "LMRuntime"]),
         .executableTarget(
             name: "kvbench",
@@ -39,6 +42,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LMSessionTests", dependencies: ["LMSession", "LMRuntime", "LMTestSupport"]),
+        .testTarget(name: "ResponseCacheTests", dependencies: ["ResponseCache"]),
         .testTarget(name: "KVBenchTests", dependencies: ["LMTestSupport", "KVScenarios", "LMSession", "kvbench"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,51 @@
+import Foundation
+import Synchronization
+
+/// The time source for TTL, stale thresholds and retention (injected in tests).
+public protocol CacheClock: Sendable {
+    /// The current time.
+    var now: Date { get }
+}
+
+/// The system clock.
+public struct SystemCacheClock: CacheClock {
+    /// A system clock.
+    public init() {}
+    /// `Date()`.
+    public var now: Date { Date() }
+}
+
+/// A clock that moves only when told to: TTL and retention tests without sleeping.
+public final class ManualCacheClock: CacheClock {
+    private let current: Mutex<Date>
+    /// A clock at `start`.
+    public init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { current = Mutex(start) }
+    /// The clock's time.
+    public var now: Date { current.withLock { $0 } }
+    /// Moves the clock forward.
+    public func advance(by seconds: TimeInterval) { current.withLock { $0 += seconds } }
+}
+
+/// Counters a cache keeps.
+public struct CacheMetrics: Sendable, Equatable {
+    /// Answers served from memory.
+    public var memoryHits = 0
+    /// Answers served from disk.
+    public var diskHits = 0
+    /// Lookups that found nothing valid.
+    public var misses = 0
+    /// Cached answers served past their stale threshold.
+    public var staleServed = 0
+    /// Generations run (first fills and refreshes).
+    public var generations = 0
+    /// Generations that ran to replace a cached value.
+    public var refreshes = 0
+    /// Entries evicted from either tier by the LRU limits or the retention sweep.
+    public var evictions = 0
+    /// Entry files found unreadable or corrupt (each removed and counted as a miss).
+    public var corruptEntries = 0
+    /// Bytes the disk tier holds.
+    public var bytesOnDisk = 0
+    /// The last disk-tier error (the cache keeps working from memory).
+    public var lastDiskError: String?
+}

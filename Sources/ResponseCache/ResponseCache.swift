@@ -1,0 +1,260 @@
+import Foundation
+
+/// A cache for whole generations: `Codable` values by ``CacheKey``, in a memory LRU and
+/// an optional disk tier, with TTL, stale-while-revalidate, targeted invalidation and
+/// single-flight generation.
+///
+/// Invariants: a failed generation is never stored; a good cached value is never
+/// replaced by nothing (a failing refresh keeps it and reports the error beside it);
+/// concurrent requests for one key run one generation.
+public actor ResponseCache<Value: Codable & Sendable> {
+    /// Limits and freshness rules.
+    public struct Configuration: Sendable {
+        /// Most entries in memory.
+        public var memoryEntryLimit = 256
+        /// Most bytes (encoded size) in memory.
+        public var memoryByteLimit = 8 << 20
+        /// The disk tier's own directory (`nil`: memory only). Never point it at user data.
+        public var directory: URL?
+        /// Most bytes on disk; the least recently used files go first.
+        public var diskByteLimit = 64 << 20
+        /// Entries older than this are invalid (`nil`: valid while their key matches).
+        public var timeToLive: TimeInterval?
+        /// Entries older than this are served but refreshed in the background.
+        public var staleAfter: TimeInterval?
+        /// The retention sweep removes disk entries older than this many days.
+        public var retentionDays: Double?
+
+        /// A configuration; every limit has a default.
+        public init(directory: URL? = nil, timeToLive: TimeInterval? = nil, staleAfter: TimeInterval? = nil,
+                    retentionDays: Double? = nil, memoryEntryLimit: Int = 256, memoryByteLimit: Int = 8 << 20,
+                    diskByteLimit: Int = 64 << 20) {
+            self.directory = directory
+            self.timeToLive = timeToLive
+            self.staleAfter = staleAfter
+            self.retentionDays = retentionDays
+            self.memoryEntryLimit = memoryEntryLimit
+            self.memoryByteLimit = memoryByteLimit
+            self.diskByteLimit = diskByteLimit
+        }
+    }
+
+    /// The configuration in use.
+    public let configuration: Configuration
+    /// Counters (hits, misses, stale answers, refreshes, evictions, bytes on disk).
+    public private(set) var metrics = CacheMetrics()
+    private let clock: any CacheClock
+    private var memory: MemoryTier<Value>
+    private var disk: DiskTier<Value>?
+    private var inFlight: [String: Task<Value, any Error>] = [:]
+    private var backgroundRefreshes: [Task<Void, Never>] = []
+
+    /// A cache; when the disk directory is unusable the cache runs from memory and says so in
+    /// ``CacheMetrics/lastDiskError``.
+    public init(configuration: Configuration = Configuration(), clock: any CacheClock = SystemCacheClock()) {
+        self.configuration = configuration
+        self.clock = clock
+        memory = MemoryTier(entryLimit: max(1, configuration.memoryEntryLimit), byteLimit: configuration.memoryByteLimit)
+        if let directory = configuration.directory {
+            do {
+                let tier = try DiskTier<Value>(directory: directory, byteLimit: configuration.diskByteLimit)
+                disk = tier
+                metrics.bytesOnDisk = tier.byteCount
+            } catch {
+                metrics.lastDiskError = "\(error)"
+            }
+        }
+    }
+
+    /// Whether the disk tier is in use.
+    public var hasDiskTier: Bool { disk != nil }
+
+    /// Answers for `key` under `policy`: one answer, or for ``CachePolicy/cacheThenGenerate`` with
+    /// a cached value, the cached answer then the fresh one (or the cached one again with the
+    /// refresh error).
+    public nonisolated func responses(for key: CacheKey, policy: CachePolicy,
+                                      generate: @escaping @Sendable () async throws -> Value) -> AsyncThrowingStream<CacheAnswer<Value>, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    try await self.answer(key, policy: policy, generate: generate) { continuation.yield($0) }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { if case .cancelled = $0 { task.cancel() } }
+        }
+    }
+
+    /// The final answer for `key` under `policy` (the fresh one under ``CachePolicy/cacheThenGenerate``).
+    /// - Throws: the generation's error when there is no cached value to fall back on.
+    public func value(for key: CacheKey, policy: CachePolicy = .cacheElseGenerate,
+                      generate: @escaping @Sendable () async throws -> Value) async throws -> CacheAnswer<Value> {
+        var last: CacheAnswer<Value>?
+        try await answer(key, policy: policy, generate: generate) { last = $0 }
+        return last!   // answer(...) always yields at least once or throws
+    }
+
+    private func answer(_ key: CacheKey, policy: CachePolicy, generate: @escaping @Sendable () async throws -> Value,
+                        yield: (CacheAnswer<Value>) -> Void) async throws {
+        let cached = policy == .generateIgnoringCache ? peek(key) : lookup(key)
+        switch policy {
+        case .cacheOnly:
+            yield(cached ?? CacheAnswer(value: nil, origin: .none, isStale: false))
+        case .cacheElseGenerate:
+            if let cached {
+                yield(cached)
+                if cached.isStale { refreshInBackground(key, generate: generate) }
+            } else {
+                yield(try await fresh(key, generate: generate, fallback: nil))
+            }
+        case .cacheThenGenerate:
+            if let cached { yield(cached) }
+            yield(try await fresh(key, generate: generate, fallback: cached))
+        case .generateIgnoringCache:
+            yield(try await fresh(key, generate: generate, fallback: cached))
+        }
+    }
+
+    /// Runs (or joins) the generation for `key`; with a fallback, a failure returns it with the error.
+    private func fresh(_ key: CacheKey, generate: @escaping @Sendable () async throws -> Value,
+                       fallback: CacheAnswer<Value>?) async throws -> CacheAnswer<Value> {
+        do {
+            let value = try await generation(key, generate: generate, isRefresh: fallback != nil)
+            return CacheAnswer(value: value, origin: .generated, isStale: false, generatedAt: clock.now)
+        } catch {
+            guard var kept = fallback else { throw error }
+            kept.refreshError = "\(error)"
+            return kept
+        }
+    }
+
+    /// Single flight: concurrent callers for one key share one generation; only success is stored.
+    private func generation(_ key: CacheKey, generate: @escaping @Sendable () async throws -> Value,
+                            isRefresh: Bool) async throws -> Value {
+        if let running = inFlight[key.digest] { return try await running.value }
+        let task = Task { try await generate() }
+        inFlight[key.digest] = task
+        defer { inFlight[key.digest] = nil }
+        metrics.generations += 1
+        if isRefresh { metrics.refreshes += 1 }
+        let value = try await task.value
+        store(key, value)
+        return value
+    }
+
+    private func refreshInBackground(_ key: CacheKey, generate: @escaping @Sendable () async throws -> Value) {
+        guard inFlight[key.digest] == nil else { return }
+        backgroundRefreshes.append(Task { _ = try? await self.generation(key, generate: generate, isRefresh: true) })
+    }
+
+    /// Waits for background refreshes started so far (tests and benchmarks).
+    public func waitForBackgroundRefreshes() async {
+        let tasks = backgroundRefreshes
+        backgroundRefreshes = []
+        for task in tasks { await task.value }
+    }
+
+    // MARK: Tiers
+
+    /// A valid cached answer, counting hits, misses and stale answers.
+    private func lookup(_ key: CacheKey) -> CacheAnswer<Value>? {
+        guard let answer = peek(key) else {
+            metrics.misses += 1
+            return nil
+        }
+        if answer.origin == .memory { metrics.memoryHits += 1 } else { metrics.diskHits += 1 }
+        if answer.isStale { metrics.staleServed += 1 }
+        return answer
+    }
+
+    /// A valid cached answer without counting it (memory first, then disk, promoted on a hit).
+    private func peek(_ key: CacheKey) -> CacheAnswer<Value>? {
+        let now = clock.now
+        if let entry = memory.get(key.digest) {
+            if isExpired(entry.created, now) { invalidate(key: key); return nil }
+            return CacheAnswer(value: entry.value, origin: .memory, isStale: isStale(entry.created, now), generatedAt: entry.created)
+        }
+        guard let disk else { return nil }
+        switch disk.read(key.digest) {
+        case .success(nil): return nil
+        case let .failure(error):
+            metrics.corruptEntries += 1
+            metrics.lastDiskError = "\(error)"
+            metrics.bytesOnDisk = disk.byteCount
+            return nil
+        case let .success(envelope?):
+            if isExpired(envelope.created, now) { invalidate(key: key); return nil }
+            metrics.evictions += memory.put(.init(key: envelope.key, value: envelope.value, created: envelope.created,
+                                                  bytes: encodedSize(envelope.value)))
+            return CacheAnswer(value: envelope.value, origin: .disk, isStale: isStale(envelope.created, now),
+                               generatedAt: envelope.created)
+        }
+    }
+
+    private func store(_ key: CacheKey, _ value: Value) {
+        let now = clock.now
+        metrics.evictions += memory.put(.init(key: key, value: value, created: now, bytes: encodedSize(value)))
+        guard let disk else { return }
+        do {
+            metrics.evictions += try disk.write(Envelope(key: key, created: now, value: value))
+            metrics.bytesOnDisk = disk.byteCount
+        } catch {
+            // The disk went away: keep serving from memory and say why.
+            metrics.lastDiskError = "\(error)"
+            self.disk = nil
+        }
+    }
+
+    private func encodedSize(_ value: Value) -> Int { (try? JSONEncoder().encode(value).count) ?? 0 }
+
+    private func isExpired(_ created: Date, _ now: Date) -> Bool {
+        configuration.timeToLive.map { now.timeIntervalSince(created) > $0 } ?? false
+    }
+
+    private func isStale(_ created: Date, _ now: Date) -> Bool {
+        configuration.staleAfter.map { now.timeIntervalSince(created) > $0 } ?? false
+    }
+
+    // MARK: Invalidation
+
+    /// Removes the entry for `key` from both tiers.
+    public func invalidate(key: CacheKey) {
+        memory.remove(key.digest)
+        disk?.remove(key.digest)
+        metrics.bytesOnDisk = disk?.byteCount ?? 0
+    }
+
+    /// Removes every entry carrying `tag`.
+    public func invalidate(tag: String) { invalidate { $0.tags.contains(tag) } }
+
+    /// Removes every entry made from data with this fingerprint.
+    public func invalidate(dataFingerprint: String) { invalidate { $0.dataFingerprint == dataFingerprint } }
+
+    /// Removes everything.
+    public func invalidateAll() { invalidate { _ in true } }
+
+    private func invalidate(where matches: (CacheKey) -> Bool) {
+        memory.removeAll { matches($0.key) }
+        if let disk {
+            for envelope in disk.envelopes() where matches(envelope.key) { disk.remove(envelope.key.digest) }
+            metrics.bytesOnDisk = disk.byteCount
+        }
+    }
+
+    /// The retention sweep: removes disk (and memory) entries older than ``Configuration/retentionDays``.
+    /// - Returns: how many disk entries were removed.
+    @discardableResult
+    public func sweep() -> Int {
+        guard let days = configuration.retentionDays else { return 0 }
+        let cutoff = clock.now.addingTimeInterval(-days * 86_400)
+        memory.removeAll { $0.created < cutoff }
+        guard let disk else { return 0 }
+        let old = disk.envelopes().filter { $0.created < cutoff }
+        for envelope in old { disk.remove(envelope.key.digest) }
+        metrics.evictions += old.count
+        metrics.bytesOnDisk = disk.byteCount
+        return old.count
+    }
+}
