@@ -22,13 +22,13 @@ let package = Package(
             providers: [.apt(["libopenblas-dev"])]
         ),
         .target(name: "LMRuntime", dependencies: ["COpenBLAS"]),
-        .target(name: "LMSession", dependencies: ["LMRuntime"]),
+        .target(name: "LMSession", dependencies: ["LMRuntime", "ResponseCache"]),
         .target(name: "ResponseCache", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
-        .target(name: "KVScenarios", dependencies: ["LMSession", "LMRuntime"]),
+        .target(name: "KVScenarios", dependencies: ["LMSession", "LMRuntime", "ResponseCache"]),
         .executableTarget(
             name: "kvbench",
             dependencies: [
-                "LMRuntime", "LMSession", "KVScenarios",
+                "LMRuntime", "LMSession", "KVScenarios", "ResponseCache",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/kvbench"
@@ -41,7 +41,7 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
-        .testTarget(name: "LMSessionTests", dependencies: ["LMSession", "LMRuntime", "LMTestSupport"]),
+        .testTarget(name: "LMSessionTests", dependencies: ["LMSession", "LMRuntime", "LMTestSupport", "ResponseCache"]),
         .testTarget(name: "ResponseCacheTests", dependencies: ["ResponseCache"]),
         .testTarget(name: "KVBenchTests", dependencies: ["LMTestSupport", "KVScenarios", "LMSession", "kvbench"]),
     ],

@@ -163,3 +163,18 @@ struct ScenarioOutputTests {
         #expect(bad.status != 0 && bad.stderr.contains("unknown scenario 'nope'"))
     }
 }
+
+struct ResponsesCommandTests {
+    @Test func responses_jsonShowsGenerationsAvoided() throws {
+        let run = try KVBenchTests.run(["responses", "--model", "tiny", "--opens", "6", "--change-every", "3", "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let outcomes = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [[String: Any]])
+        let byName = Dictionary(uniqueKeysWithValues: outcomes.map { ($0["strategy"] as! String, $0) })
+        #expect(byName["no-cache"]?["generations"] as? Int == 6)
+        for name in ["cache-else-generate", "disk-after-restart", "cache-then-generate"] {
+            #expect(byName[name]?["generations"] as? Int == 2, "\(name)")   // one per data version
+            #expect(byName[name]?["avoided"] as? Int == 4, "\(name)")
+        }
+        #expect(byName["disk-after-restart"]?["diskMs"] != nil)
+    }
+}
