@@ -53,6 +53,11 @@ public final class ScenarioContext: @unchecked Sendable {
         return response
     }
 
+    /// Runs every turn on one session, prompting from `prompts` in order.
+    func converse(_ session: LanguageModelSession, _ prompts: [String]) async throws {
+        for t in 0 ..< turns { try await turn(t, session, ScenarioTexts.prompt(prompts, turn: t)) }
+    }
+
     func record(_ turn: Int, _ response: LanguageModelSession.Response<String>) {
         let usage = response.usage
         let report = response.invalidation

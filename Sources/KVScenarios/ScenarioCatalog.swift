@@ -63,7 +63,7 @@ public enum ScenarioCatalog {
     public static let all: [Scenario] = [
         Scenario(name: "stable-append", group: 1, title: "Stable instructions, append only (the baseline)") { c in
             let session = LanguageModelSession(model: c.model, instructions: ScenarioTexts.coachInstructions)
-            for t in 0 ..< c.turns { try await c.turn(t, session, ScenarioTexts.prompt(ScenarioTexts.coachPrompts, turn: t)) }
+            try await c.converse(session, ScenarioTexts.coachPrompts)
         },
         Scenario(name: "changing-top", group: 2, title: "A timestamp in the first line of the instructions") { c in
             try await changingInstructions(c, atTop: true)
@@ -97,13 +97,13 @@ public enum ScenarioCatalog {
                 .historyTransform { Array($0.suffix(5)) }
                 .model(c.model)
             let session = LanguageModelSession(profile: profile)
-            for t in 0 ..< c.turns { try await c.turn(t, session, ScenarioTexts.prompt(ScenarioTexts.cookingPrompts, turn: t)) }
+            try await c.converse(session, ScenarioTexts.cookingPrompts)
         },
         Scenario(name: "compress-on-response", group: 6, title: "Stateful compression in onResponse when the history grows") { c in
             let profile = CompressingProfile(model: c.model, instructions: ScenarioTexts.cookingInstructions,
                                              shouldCompress: { $0.count > 6 }, compressed: { Array($0.suffix(2)) })
             let session = LanguageModelSession(profile: profile)
-            for t in 0 ..< c.turns { try await c.turn(t, session, ScenarioTexts.prompt(ScenarioTexts.cookingPrompts, turn: t)) }
+            try await c.converse(session, ScenarioTexts.cookingPrompts)
         },
         Scenario(name: "trim-every-turn", group: 7, title: "Near the context limit: drop the oldest turn every turn") { c in
             try await nearLimit(c, consolidate: false)
