@@ -8,6 +8,7 @@ public struct AttentionScratch: Sendable {
     let scores: Matrix    // [workers * group * blockRows, contextLength]
     let queries: Matrix   // [workers * group * blockRows, headDim]
     let outputs: Matrix   // [workers * group * blockRows, headDim]
+    let inverseSums: Matrix   // [workers * group * blockRows, 1]: 1 / Σ exp per score row
     let rowsPerWorker: Int
 
     /// Scratch for a model with `headCount / kvHeadCount` query heads per K/V head.
@@ -17,11 +18,12 @@ public struct AttentionScratch: Sendable {
         scores = .zeros(rows: self.workers * rowsPerWorker, cols: contextLength)
         queries = .zeros(rows: self.workers * rowsPerWorker, cols: headDim)
         outputs = .zeros(rows: self.workers * rowsPerWorker, cols: headDim)
+        inverseSums = .zeros(rows: self.workers * rowsPerWorker, cols: 1)
     }
 
-    func slice(_ worker: Int) -> (scores: Matrix, queries: Matrix, outputs: Matrix) {
+    func slice(_ worker: Int) -> (scores: Matrix, queries: Matrix, outputs: Matrix, inverseSums: Matrix) {
         let rows = worker * rowsPerWorker ..< (worker + 1) * rowsPerWorker
-        return (scores.rows(rows), queries.rows(rows), outputs.rows(rows))
+        return (scores.rows(rows), queries.rows(rows), outputs.rows(rows), inverseSums.rows(rows))
     }
 }
 
@@ -54,7 +56,7 @@ extension Kernels {
         // Parallel heads pay off once a head's work outweighs a thread hand-off (not in decode).
         let workers = t * keys.rows >= 16_384 ? scratch.workers : 1
         parallelWorkers(workers) { worker in
-            let (scores, stackedQueries, stackedOutputs) = scratch.slice(worker)
+            let (scores, stackedQueries, stackedOutputs, inverseSums) = scratch.slice(worker)
             for kvHead in stride(from: worker, to: kvHeadCount, by: workers) {
                 let kvCols = kvHead * headDim ..< (kvHead + 1) * headDim
                 for start in stride(from: 0, to: t, by: attentionBlockRows) {
@@ -67,7 +69,7 @@ extension Kernels {
                     }
                     attendBlock(queries: stackedQueries.rows(0 ..< stacked), firstPosition: keys.rows - t + start,
                                 blockRows: rows.count, keys: keys.columns(kvCols), values: values.columns(kvCols),
-                                output: stackedOutputs.rows(0 ..< stacked), scores: scores)
+                                output: stackedOutputs.rows(0 ..< stacked), scores: scores, inverseSums: inverseSums)
                     for i in 0 ..< group {
                         let head = kvHead * group + i
                         copy(stackedOutputs.rows(i * rows.count ..< (i + 1) * rows.count),
@@ -80,8 +82,11 @@ extension Kernels {
 
     /// Stacked queries (row `r` is position `firstPosition + r % blockRows`) against keys/values
     /// `[≥ firstPosition + blockRows, headDim]`; writes `output` `[rows, headDim]`.
+    ///
+    /// The weights are left unnormalised (`exp(s - max)`); each output row is divided by its
+    /// sum after the value GEMM, which saves a pass over the scores.
     private static func attendBlock(queries: Matrix, firstPosition: Int, blockRows: Int, keys: Matrix,
-                                    values: Matrix, output: Matrix, scores: Matrix) {
+                                    values: Matrix, output: Matrix, scores: Matrix, inverseSums: Matrix) {
         let visible = firstPosition + blockRows
         let block = scores.rows(0 ..< queries.rows).columns(0 ..< visible)
         let scale = 1 / Float(queries.cols).squareRoot()
@@ -89,9 +94,13 @@ extension Kernels {
         for r in 0 ..< queries.rows {
             let allowed = firstPosition + r % blockRows + 1   // causal: a position sees keys up to itself
             let row = block.base + r * block.rowStride
-            softmax(row, count: allowed)
+            inverseSums.base[r] = 1 / exponentiate(row, count: allowed)
             if allowed < visible { (row + allowed).update(repeating: 0, count: visible - allowed) }
         }
         matmul(block, values.rows(0 ..< visible), into: output)
+        for r in 0 ..< output.rows {
+            let row = output.base + r * output.rowStride, inverse = inverseSums.base[r]
+            for c in 0 ..< output.cols { row[c] *= inverse }
+        }
     }
 }

@@ -106,6 +106,15 @@ extension Kernels {
     }
 
     static func softmax(_ p: UnsafeMutablePointer<Float>, count: Int) {
+        let inverse = 1 / exponentiate(p, count: count), scale = Lanes(repeating: inverse)
+        let width = Lanes.scalarCount, vectorEnd = count - count % width
+        for i in stride(from: 0, to: vectorEnd, by: width) { (Lanes(p + i) * scale).store(to: p + i) }
+        for i in vectorEnd ..< count { p[i] *= inverse }
+    }
+
+    /// Replaces `p[i]` by `exp(p[i] - max)` over `count` elements and returns their sum
+    /// (the unnormalised softmax; the sum is at least 1).
+    static func exponentiate(_ p: UnsafeMutablePointer<Float>, count: Int) -> Float {
         let width = Lanes.scalarCount, vectorEnd = count - count % width
         var maxLanes = Lanes(repeating: -.infinity)
         for i in stride(from: 0, to: vectorEnd, by: width) {
@@ -123,9 +132,7 @@ extension Kernels {
         }
         var sum = acc.sum()
         for i in vectorEnd ..< count { p[i] = Foundation.exp(p[i] - maxValue); sum += p[i] }
-        let inverse = 1 / sum, scale = Lanes(repeating: inverse)
-        for i in stride(from: 0, to: vectorEnd, by: width) { (Lanes(p + i) * scale).store(to: p + i) }
-        for i in vectorEnd ..< count { p[i] *= inverse }
+        return sum
     }
 }
 
