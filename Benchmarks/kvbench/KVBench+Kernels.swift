@@ -18,7 +18,7 @@ extension KVBench {
         var decodeTokens: Int = 32
 
         @Option(name: .long, help: "Repetitions per measurement; the best is reported.")
-        var repeats: Int = 4
+        var repeats: Int = 5
 
         @Flag(name: .long, help: "Print the results as JSON (fields documented in README.md).")
         var json = false
