@@ -35,7 +35,9 @@ public struct CacheKey: Hashable, Codable, Sendable, CustomStringConvertible {
     /// The first 12 hex digits.
     public var description: String { String(digest.prefix(12)) }
 
+    /// Keys are equal when their digests are (tags are labels, not identity).
     public static func == (a: CacheKey, b: CacheKey) -> Bool { a.digest == b.digest }
+    /// Hashes the digest.
     public func hash(into hasher: inout Hasher) { hasher.combine(digest) }
 }
 
