@@ -8,6 +8,9 @@ struct KVCacheTests {
     /// Every KVCache conformer, built for a model.
     static let factories: [(String, @Sendable (Transformer, Int) -> any KVCache)] = [
         ("DenseKVCache", { model, capacity in model.makeCache(capacity: capacity) }),
+        ("GrowingKVCache", { model, capacity in
+            GrowingKVCache(layerCount: model.config.layerCount, kvDim: model.config.kvDim, capacity: capacity, chunkPositions: 7)
+        }),
     ]
     static let names = factories.map(\.0)
 
@@ -45,6 +48,21 @@ struct KVCacheTests {
             #expect(cache.tokens == Array(tokens.prefix(p)))
             #expect(cache.snapshotRows(0 ..< p) == before)
             try expectExact(cache, "after truncate(to: \(p))")
+        }
+    }
+
+    @Test func growingCache_growsInChunksAndKeepsRows() throws {
+        let cache = GrowingKVCache(layerCount: model.config.layerCount, kvDim: model.config.kvDim, capacity: 40, chunkPositions: 16)
+        #expect(cache.allocatedPositions == 16)
+        try model.forward(Fixtures.tokens(count: 10, vocabSize: model.config.vocabSize, seed: 4), cache: cache)
+        let before = cache.snapshotRows(0 ..< 10)
+        try model.forward(Fixtures.tokens(count: 9, vocabSize: model.config.vocabSize, seed: 5), cache: cache)
+        #expect(cache.allocatedPositions == 32 && cache.snapshotRows(0 ..< 10) == before)
+        try model.forward(Fixtures.tokens(count: 21, vocabSize: model.config.vocabSize, seed: 6), cache: cache)
+        #expect(cache.allocatedPositions == 40 && cache.count == 40)
+        try expectExact(cache)
+        #expect(throws: RuntimeError.contextOverflow(cachedTokens: 40, newTokens: 1, capacity: 40)) {
+            try model.forward([1], cache: cache)
         }
     }
 

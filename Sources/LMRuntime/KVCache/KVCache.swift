@@ -26,9 +26,15 @@ public protocol KVCache: AnyObject {
     /// Keeps positions `0 ..< min(count, self.count)` and forgets the rest; rows kept are unchanged.
     /// - Complexity: O(1) amortised; no K/V data moves.
     func truncate(to count: Int)
+    /// Makes room for `positions` rows (at most ``capacity``) before a forward pass writes them;
+    /// views from ``keys(layer:)`` taken earlier may then be stale.
+    func reserve(positions: Int)
 }
 
 extension KVCache {
+    /// Caches allocated up front have room already.
+    public func reserve(positions: Int) {}
+
     /// Number of positions with valid rows.
     public var count: Int { tokens.count }
 

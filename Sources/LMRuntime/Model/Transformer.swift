@@ -74,6 +74,7 @@ public final class Transformer {
         guard cache.count + tokens.count <= capacity else {
             throw RuntimeError.contextOverflow(cachedTokens: cache.count, newTokens: tokens.count, capacity: capacity)
         }
+        cache.reserve(positions: cache.count + tokens.count)   // before the pass: it allocates nothing
         for start in stride(from: 0, to: tokens.count, by: maxBatch) {
             pass(tokens[start ..< min(tokens.count, start + maxBatch)], cache: cache)
         }
