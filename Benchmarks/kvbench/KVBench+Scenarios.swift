@@ -71,12 +71,20 @@ extension KVBench {
             if let timeline, !chosen.contains(where: { $0.name == timeline }) { chosen += [ScenarioCatalog.named(timeline)!] }
             progress("model \(try model.loaded().name), \(runner.turns) turns per scenario, \(chosen.count) scenarios")
             var results: [ScenarioResult] = []
+            var failures: [String] = []
             for (i, s) in chosen.enumerated() {
                 progress("[\(i + 1)/\(chosen.count)] \(s.name)…")
-                results.append(try await runner.run(s) { turn in
-                    progress("    turn \(turn.turn): \(turn.cached_tokens)/\(turn.input_tokens) cached, TTFT \(Int(turn.ttft_ms)) ms")
-                })
+                do {
+                    results.append(try await runner.run(s) { turn in
+                        progress("    turn \(turn.turn): \(turn.cached_tokens)/\(turn.input_tokens) cached, TTFT \(Int(turn.ttft_ms)) ms")
+                    })
+                } catch {
+                    // One scenario that cannot run on this model (a tiny window, say) does not stop the others.
+                    progress("    skipped: \(error)")
+                    failures.append("\(s.name): \(error)")
+                }
             }
+            guard !results.isEmpty else { throw ValidationError("no scenario could run: \(failures.joined(separator: "; "))") }
             let report = ScenarioReport(results: results, devices: devices.map(\.name))
             switch format {
             case .table: print(report.table())

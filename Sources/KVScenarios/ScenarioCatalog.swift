@@ -205,24 +205,31 @@ public enum ScenarioCatalog {
                 }
             }.reduce(0, +)
         }
-        // Fill the history to about 80% of the window with earlier turns.
+        // Fill the history to about 85% of the window with earlier turns, leaving
+        // room for the instructions and the measured turns (so any context size works).
+        let instructionTokens = tokenizer.encode(ScenarioTexts.coachInstructions, bos: false).count + 8
+        let turnTokens = ScenarioTexts.coachPrompts.map { tokenizer.encode($0, bos: false).count }.max()! + c.responseTokens + 16
+        let target = contextSize * 85 / 100 - instructionTokens - turnTokens
         var history: [Transcript.Entry] = []
         let answer = tokenizer.encode(ScenarioTexts.longAnswer, bos: false)
         var i = 0
-        while size(history) < contextSize * 8 / 10 - 200 {
-            history += [.prompt(.init(text: ScenarioTexts.prompt(ScenarioTexts.coachPrompts, turn: i))),
-                        .response(.init(text: ScenarioTexts.longAnswer, tokenIDs: answer))]
+        while true {
+            let next: [Transcript.Entry] = [.prompt(.init(text: ScenarioTexts.prompt(ScenarioTexts.coachPrompts, turn: i))),
+                                            .response(.init(text: ScenarioTexts.longAnswer, tokenIDs: answer))]
+            guard size(history + next) <= target else { break }
+            history += next
             i += 1
         }
-        let limit = contextSize * 85 / 100
+        // Consolidate after about two more turns, and always while one more still fits below 90%.
+        let limit = min(target + 2 * turnTokens, contextSize * 9 / 10 - instructionTokens - turnTokens)
         let profile: any DynamicProfile
         if consolidate {
             let summary: [Transcript.Entry] = [.prompt(.init(text: ScenarioTexts.summary)),
                                                .response(.init(text: "Noted.", tokenIDs: tokenizer.encode("Noted.", bos: false)))]
             profile = CompressingProfile(model: c.model, instructions: ScenarioTexts.coachInstructions,
-                                         shouldCompress: { size($0) > limit - 400 }, compressed: { summary + $0.suffix(2) })
+                                         shouldCompress: { size($0) > limit }, compressed: { summary + $0.suffix(2) })
         } else {
-            let keep = history.count
+            let keep = max(2, history.count)
             profile = LanguageModelSession.Profile { Instructions(ScenarioTexts.coachInstructions) }
                 .historyTransform { Array($0.suffix(keep)) }
                 .model(c.model)

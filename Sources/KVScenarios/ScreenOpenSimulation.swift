@@ -87,7 +87,9 @@ public struct ScreenOpenSimulation: Sendable {
                 latencies[answer.origin, default: []].append(ms)
                 firstContent.append(ms)
             case .staleWhileRevalidate:
-                // The key ignores the data version, so a changed week shows last week's summary at once.
+                // The key ignores the data version: every open shows the last summary at once and
+                // then the fresh one (SWR always refreshes: it trades generations for latency).
+                // The stream is read to its end, so no generation outlives its screen.
                 let key = try await session.cacheKey(for: Prompt("Summarise this week."), options: options, tags: ["home"])
                 var first = true
                 for try await answer in cache.responses(for: key, policy: .cacheThenGenerate, generate: {
@@ -98,8 +100,6 @@ public struct ScreenOpenSimulation: Sendable {
                     if first { firstContent.append(ms); first = false }
                     if answer.origin == .generated { generations += 1 }
                     latencies[answer.origin, default: []].append(ms)
-                    // Refresh only when the data changed; otherwise the cached summary is current.
-                    if answer.isCached, open % changeEvery != 0 { break }
                 }
             }
         }

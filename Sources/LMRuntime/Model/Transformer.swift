@@ -1,3 +1,5 @@
+import Foundation
+
 /// Scratch for one forward pass, sized once so the pass itself allocates nothing.
 final class Workspace {
     let x, normed, queries, attended: Matrix    // [maxBatch, dim]
@@ -29,6 +31,12 @@ public final class Transformer {
     /// The most tokens one internal pass processes; longer inputs run in consecutive passes.
     public let maxBatch: Int
     private let workspace: Workspace
+
+    /// Serialises forward passes process-wide. OpenBLAS's thread pool and its thread count are
+    /// global: two passes on different threads (two sessions, a cancelled request still
+    /// prefilling beside a new one) would race on them, which crashed or hung OpenBLAS here.
+    /// A pass already uses every core, so serialising costs no throughput.
+    private static let passLock = NSLock()
 
     /// The model's dimensions.
     public var config: ModelConfig { weights.config }
@@ -74,6 +82,8 @@ public final class Transformer {
         guard cache.count + tokens.count <= capacity else {
             throw RuntimeError.contextOverflow(cachedTokens: cache.count, newTokens: tokens.count, capacity: capacity)
         }
+        Self.passLock.lock()
+        defer { Self.passLock.unlock() }
         cache.reserve(positions: cache.count + tokens.count)   // before the pass: it allocates nothing
         for start in stride(from: 0, to: tokens.count, by: maxBatch) {
             pass(tokens[start ..< min(tokens.count, start + maxBatch)], cache: cache)
