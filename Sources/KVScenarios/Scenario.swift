@@ -64,7 +64,7 @@ public final class ScenarioContext: @unchecked Sendable {
         let record = ScenarioTurn(
             scenario: scenario, turn: turn + 1, input_tokens: usage.input.totalTokenCount,
             cached_tokens: usage.input.cachedTokenCount, output_tokens: usage.output.totalTokenCount,
-            prefill_ms: Self.ms(usage.prefillDuration), ttft_ms: Self.ms(usage.timeToFirstToken),
+            prefill_ms: usage.prefillDuration.milliseconds, ttft_ms: usage.timeToFirstToken.milliseconds,
             invalidated_at: report?.position, invalidated_segment: report.map { "\($0.segment)" },
             invalidation_reason: report?.reason.rawValue,
             projected_ttft_ms: projector.ttft(cached: usage.input.cachedTokenCount, computed: usage.computedTokenCount))
@@ -72,9 +72,6 @@ public final class ScenarioContext: @unchecked Sendable {
         onTurn(record)
     }
 
-    static func ms(_ d: Duration) -> Double {
-        Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) * 1e-15
-    }
 }
 
 /// Runs scenarios on a model.
@@ -108,4 +105,9 @@ public struct ScenarioRunner: Sendable {
         try await scenario.body(context)
         return ScenarioResult(scenario: scenario, turns: context.records)
     }
+}
+
+extension Duration {
+    /// The duration in milliseconds.
+    var milliseconds: Double { Double(components.seconds) * 1000 + Double(components.attoseconds) * 1e-15 }
 }

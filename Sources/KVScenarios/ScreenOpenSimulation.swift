@@ -76,13 +76,13 @@ public struct ScreenOpenSimulation: Sendable {
             case .noCache:
                 _ = try await session.respond(to: prompt, options: options)
                 generations += 1
-                let ms = Self.ms(start.duration(to: clock.now))
+                let ms = start.duration(to: clock.now).milliseconds
                 latencies[.generated, default: []].append(ms)
                 firstContent.append(ms)
             case .memory, .diskAfterRestart:
                 let answer = try await session.respond(to: prompt, options: options, cache: cache,
                                                        dataFingerprint: "week:\(version)", tags: ["home"])
-                let ms = Self.ms(start.duration(to: clock.now))
+                let ms = start.duration(to: clock.now).milliseconds
                 if answer.origin == .generated { generations += 1 }
                 latencies[answer.origin, default: []].append(ms)
                 firstContent.append(ms)
@@ -96,7 +96,7 @@ public struct ScreenOpenSimulation: Sendable {
                     let r = try await session.respond(to: prompt, options: options)
                     return CachedResponse(content: r.content, tokenIDs: [])
                 }) {
-                    let ms = Self.ms(start.duration(to: clock.now))
+                    let ms = start.duration(to: clock.now).milliseconds
                     if first { firstContent.append(ms); first = false }
                     if answer.origin == .generated { generations += 1 }
                     latencies[answer.origin, default: []].append(ms)
@@ -112,6 +112,4 @@ public struct ScreenOpenSimulation: Sendable {
         guard let values, !values.isEmpty else { return nil }
         return values.sorted()[values.count / 2]
     }
-
-    static func ms(_ d: Duration) -> Double { Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) * 1e-15 }
 }
