@@ -24,12 +24,12 @@ struct ModelReport: Encodable {
 
 /// The whole `kvbench kernels` result.
 struct KernelReport: Encodable {
-    let blas_threads: Int
+    let threads: Int
     let sgemv_gbps: Double
     let models: [ModelReport]
 
     var table: String {
-        var lines = ["sgemv ceiling (weights streamed from DRAM): \(fmt(sgemv_gbps)) GB/s, OpenBLAS threads: \(blas_threads)", ""]
+        var lines = ["sgemv ceiling (weights streamed from DRAM): \(fmt(sgemv_gbps)) GB/s, runtime threads: \(threads)", ""]
         for m in models {
             lines.append("\(m.model) (\(m.parameters / 1000)K parameters), fastest sgemm at its shapes: \(fmt(m.sgemm_gflops)) GFLOP/s")
             lines.append("  prefill  tokens   tokens/s   GFLOP/s   sgemm GFLOP/s (its GEMMs, fastest)   ÷ its GEMMs   ÷ fastest")
@@ -56,24 +56,41 @@ struct KernelProbe {
     static let streamBytes = 512 << 20
     let repeats: Int
 
-    /// Matrix–vector throughput over `streamBytes` of weights, in GB/s.
+    /// Matrix–vector throughput over `streamBytes` of weights, in GB/s: the faster of
+    /// OpenBLAS's own threading and the runtime's split over its workers.
     func sgemvGBps() -> Double {
         let cols = 1024, rows = Self.streamBytes / (4 * cols)
         let a = Matrix.zeros(rows: rows, cols: cols)
         LMRuntime.Kernels.fillUniform(a, seed: 1, scale: 1)
         let x = Matrix.zeros(rows: 1, cols: cols), y = Matrix.zeros(rows: 1, cols: rows)
-        let best = (0 ..< max(repeats, 3)).map { _ in seconds { LMRuntime.Kernels.matmul(x, transposed: a, into: y) } }.min()!
-        return Double(Self.streamBytes) / best / 1e9
+        let best = fastest(runs: max(repeats, 3), [{ LMRuntime.Kernels.matmul(x, transposed: a, into: y) }])
+        return Double(Self.streamBytes) / best[0] / 1e9
     }
 
-    /// sgemm GFLOP/s for `[m, k] · [n, k]ᵀ`.
-    func sgemmGFLOPs(m: Int, n: Int, k: Int) -> Double {
-        let a = Matrix.zeros(rows: m, cols: k), b = Matrix.zeros(rows: n, cols: k), c = Matrix.zeros(rows: m, cols: n)
-        LMRuntime.Kernels.fillUniform(a, seed: 2, scale: 1)
-        LMRuntime.Kernels.fillUniform(b, seed: 3, scale: 1)
-        LMRuntime.Kernels.matmul(a, transposed: b, into: c)   // warm up threads and caches
-        let best = (0 ..< 2).map { _ in seconds { LMRuntime.Kernels.matmul(a, transposed: b, into: c) } }.min()!
-        return 2 * Double(m * n * k) / best / 1e9
+    /// sgemm GFLOP/s for each `[m, k] · [n, k]ᵀ` in `shapes`.
+    func sgemmGFLOPs(m: Int, shapes: [(n: Int, k: Int)]) -> [Double] {
+        let products = shapes.map { n, k in
+            let a = Matrix.zeros(rows: m, cols: k), b = Matrix.zeros(rows: n, cols: k), c = Matrix.zeros(rows: m, cols: n)
+            LMRuntime.Kernels.fillUniform(a, seed: 2, scale: 1)
+            LMRuntime.Kernels.fillUniform(b, seed: 3, scale: 1)
+            return { LMRuntime.Kernels.matmul(a, transposed: b, into: c) }
+        }
+        return zip(shapes, fastest(runs: 2, products)).map { shape, time in 2 * Double(m * shape.n * shape.k) / time / 1e9 }
+    }
+
+    /// The best time of `runs` runs of each body (after a warm-up run), taking the better of
+    /// the runtime's own threading and OpenBLAS's: the ceiling is whichever this machine does best.
+    private func fastest(runs: Int, _ bodies: [() -> Void]) -> [Double] {
+        func best(_ body: () -> Void) -> Double {
+            body()
+            return (0 ..< runs).map { _ in seconds(body) }.min()!
+        }
+        let runtime = bodies.map(best)
+        let openBLAS = LMRuntime.Kernels.withOpenBLASThreads(LMRuntime.Kernels.workerCount) { bodies.map(best) }
+        // OpenBLAS's threads spin for about 0.1 s after their last call; let them park before
+        // anything else is timed, or they compete with the runtime's threads for the cores.
+        Thread.sleep(forTimeInterval: 0.25)
+        return zip(runtime, openBLAS).map { min($0, $1) }
     }
 
     /// sgemm throughput on exactly the projection GEMMs one forward pass of `tokens` tokens runs
@@ -81,15 +98,14 @@ struct KernelProbe {
     func sgemmCeiling(_ c: ModelConfig, tokens: Int) -> (model: Double, peak: Double) {
         let shapes = [(c.dim, c.dim), (c.kvDim, c.dim), (c.kvDim, c.dim), (c.dim, c.dim),
                       (2 * c.hiddenDim, c.dim), (c.dim, c.hiddenDim)]
-        var flops = 0.0, time = 0.0, peak = 0.0
-        for (n, k) in shapes {
-            let rate = sgemmGFLOPs(m: tokens, n: n, k: k)
+        var flops = 0.0, time = 0.0
+        let rates = sgemmGFLOPs(m: tokens, shapes: shapes)
+        for ((n, k), rate) in zip(shapes, rates) {
             let work = 2 * Double(tokens * n * k) / 1e9
             flops += work
             time += work / rate
-            peak = max(peak, rate)
         }
-        return (flops / time, peak)
+        return (flops / time, rates.max()!)
     }
 
     func measure(_ weights: ModelWeights, prefillLengths: [Int], decodeTokens: Int, sgemvGBps: Double) -> ModelReport {

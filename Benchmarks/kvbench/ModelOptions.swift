@@ -13,7 +13,7 @@ struct ModelOptions: ParsableArguments {
     @Option(name: .long, help: "A llama2.c tokenizer.bin for --checkpoint.")
     var tokenizer: String?
 
-    @Option(name: .long, help: "Number of OpenBLAS threads (default: OpenBLAS's own choice).")
+    @Option(name: .long, help: "Threads the runtime splits its work over (default: one per core).")
     var threads: Int?
 
     func validate() throws {
@@ -24,7 +24,7 @@ struct ModelOptions: ParsableArguments {
 
     /// Applies `--threads`.
     func configureThreads() {
-        if let threads { LMRuntime.Kernels.setBLASThreadCount(threads) }
+        if let threads { LMRuntime.Kernels.threadCount = threads }
     }
 
     /// The weights named by the options (`fallback` when neither --model nor --checkpoint is given).

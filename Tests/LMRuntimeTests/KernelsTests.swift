@@ -96,3 +96,20 @@ struct KernelsTests {
         #expect(a.toArray().allSatisfy { $0 >= -1 && $0 < 1 })
     }
 }
+
+extension KernelsTests {
+    /// Shapes big enough that the projection splits its output columns over the workers,
+    /// with band edges that are not multiples of the 16-column alignment.
+    @Test(arguments: [(1, 300, 1024), (3, 197, 300), (40, 1000, 64)])
+    func matmul_splitOverWorkersMatchesNaiveProduct(m: Int, n: Int, k: Int) {
+        let a = Self.random(m, k, seed: 11), b = Self.random(n, k, seed: 12), c = Self.random(m, n, seed: 13)
+        let before = c.toArray()
+        Kernels.matmul(a, transposed: b, into: c, alpha: 2, beta: -1)
+        for i in 0 ..< m {
+            for j in 0 ..< n {
+                let dot = (0 ..< k).map { Double(a[i, $0]) * Double(b[j, $0]) }.reduce(0, +)
+                #expect(abs(Double(c[i, j]) - (2 * dot - Double(before[i * n + j]))) < 1e-3)
+            }
+        }
+    }
+}

@@ -53,8 +53,9 @@ extension Kernels {
         precondition(keys.rows >= t && values.rows == keys.rows && output.rows == t, "attention shape mismatch")
         precondition(scratch.scores.cols >= keys.rows && scratch.rowsPerWorker == group * attentionBlockRows
             && scratch.queries.cols == headDim, "attention scratch does not fit")
-        // Parallel heads pay off once a head's work outweighs a thread hand-off (not in decode).
-        let workers = t * keys.rows >= 16_384 ? scratch.workers : 1
+        // Parallel heads pay off once a head's work outweighs a hand-off to the pool's spinning
+        // helpers (a few microseconds): from about two thousand query-key pairs per head.
+        let workers = t * keys.rows >= 2_048 ? min(scratch.workers, threadCount) : 1
         parallelWorkers(workers) { worker in
             let (scores, stackedQueries, stackedOutputs, inverseSums) = scratch.slice(worker)
             for kvHead in stride(from: worker, to: kvHeadCount, by: workers) {

@@ -15,6 +15,42 @@ public enum Kernels {
     public static func matmul(_ a: Matrix, transposed b: Matrix, into c: Matrix,
                               alpha: Float = 1, beta: Float = 0) {
         precondition(a.cols == b.cols && c.rows == a.rows && c.cols == b.rows, "matmul shape mismatch")
+        // Each worker takes a band of output columns (weight rows), so the weights are read once.
+        let minimumColumns = max(16, projectionSplitWork / max(1, a.rows * a.cols))
+        parallelBands(b.rows, minimumPerBand: minimumColumns, alignment: 16) { cols in
+            singleThreadMatmul(a, transposed: b.rows(cols), into: c.columns(cols), alpha: alpha, beta: beta)
+        }
+    }
+
+    /// `[c₀ | c₁ | c₂] = a · bᵀ`, the output's columns landing in three separate matrices:
+    /// the fused Q/K/V projection writes queries to scratch and keys and values straight
+    /// into the cache, in one parallel region.
+    /// - Parameters:
+    ///   - a: activations `[M, K]`.
+    ///   - b: stacked weights `[N₀ + N₁ + N₂, K]`.
+    ///   - c0: `[M, N₀]`, receives the products with `b`'s first `N₀` rows; `c1`, `c2` the next ones.
+    public static func matmul(_ a: Matrix, transposed b: Matrix, into c0: Matrix, _ c1: Matrix, _ c2: Matrix) {
+        precondition(a.cols == b.cols && c0.cols + c1.cols + c2.cols == b.rows
+            && c0.rows == a.rows && c1.rows == a.rows && c2.rows == a.rows, "matmul shape mismatch")
+        let minimumColumns = max(16, projectionSplitWork / max(1, a.rows * a.cols))
+        parallelBands(b.rows, minimumPerBand: minimumColumns, alignment: 16) { cols in
+            func part(_ c: Matrix, from first: Int) {
+                let lower = max(cols.lowerBound, first), upper = min(cols.upperBound, first + c.cols)
+                guard lower < upper else { return }
+                singleThreadMatmul(a, transposed: b.rows(lower ..< upper), into: c.columns(lower - first ..< upper - first),
+                                   alpha: 1, beta: 0)
+            }
+            part(c0, from: 0)
+            part(c1, from: c0.cols)
+            part(c2, from: c0.cols + c1.cols)
+        }
+    }
+
+    /// Multiply-adds below which a projection runs on one thread.
+    static let projectionSplitWork = 1 << 16
+
+    /// ``matmul(_:transposed:into:alpha:beta:)`` on the calling thread only.
+    static func singleThreadMatmul(_ a: Matrix, transposed b: Matrix, into c: Matrix, alpha: Float, beta: Float) {
         guard a.rows > 0, b.rows > 0 else { return }
         if a.rows == 1 {
             cblas_sgemv(CblasRowMajor, CblasNoTrans, Int32(b.rows), Int32(b.cols), alpha,
@@ -43,9 +79,17 @@ public enum Kernels {
         }
     }
 
-    /// The number of threads OpenBLAS runs its kernels on.
-    public static var blasThreadCount: Int { Int(openblas_get_num_threads()) }
-
-    /// Sets the number of threads OpenBLAS uses (at least 1).
-    public static func setBLASThreadCount(_ count: Int) { openblas_set_num_threads(Int32(max(1, count))) }
+    /// Runs `body` with OpenBLAS on `count` threads of its own, then returns it to one thread.
+    ///
+    /// For benchmarks that compare the runtime against OpenBLAS's own threading (the
+    /// ceilings of `kvbench kernels`). The runtime otherwise keeps OpenBLAS single-threaded
+    /// and splits work over its own workers, so no other thread may run kernels meanwhile.
+    /// OpenBLAS's threads keep spinning for a while after the last call; let them settle
+    /// before timing anything else.
+    public static func withOpenBLASThreads<T>(_ count: Int, _ body: () throws -> T) rethrows -> T {
+        _ = pool   // the pool's creation sets one thread; make sure it happened first
+        openblas_set_num_threads(Int32(max(1, count)))
+        defer { openblas_set_num_threads(1) }
+        return try body()
+    }
 }

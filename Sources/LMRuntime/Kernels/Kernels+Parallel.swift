@@ -1,27 +1,46 @@
-import Dispatch
+import COpenBLAS
 import Foundation
+import Synchronization
 
 extension Kernels {
-    /// Cores the non-BLAS kernels split their work over.
+    /// The most threads a kernel splits its work over: the machine's active cores.
     public static let workerCount = max(1, ProcessInfo.processInfo.activeProcessorCount)
+
+    /// Threads the kernels use from now on, `1...workerCount` (default: all). Values
+    /// outside that range are clamped. Results do not depend on it beyond float rounding.
+    public static var threadCount: Int {
+        get { threadLimit.load(ordering: .relaxed) }
+        set { threadLimit.store(min(max(1, newValue), workerCount), ordering: .relaxed) }
+    }
+
+    private static let threadLimit = Atomic<Int>(workerCount)
+
+    /// The runtime's threads. Creating it holds OpenBLAS to one thread for the process:
+    /// from then on all parallelism is the pool's (see ``WorkerPool``).
+    static let pool: WorkerPool = {
+        openblas_set_num_threads(1)
+        return WorkerPool(width: workerCount)
+    }()
 
     /// Runs `body` over `0..<count` split into at most ``workerCount`` contiguous bands,
     /// in parallel when each band gets at least `minimumPerBand` items.
-    static func parallelBands(_ count: Int, minimumPerBand: Int, _ body: @Sendable (Range<Int>) -> Void) {
-        let bands = max(1, min(workerCount, count / max(1, minimumPerBand)))
+    static func parallelBands(_ count: Int, minimumPerBand: Int, alignment: Int = 1,
+                              _ body: (Range<Int>) -> Void) {
+        let bands = max(1, min(threadCount, count / max(1, minimumPerBand)))
         guard bands > 1 else { body(0 ..< count); return }
-        DispatchQueue.concurrentPerform(iterations: bands) { band in
-            body(count * band / bands ..< count * (band + 1) / bands)
+        pool.run(participants: bands) { band in
+            body(bandStart(band, of: bands, count: count, alignment: alignment)
+                ..< bandStart(band + 1, of: bands, count: count, alignment: alignment))
         }
     }
 
-    /// Runs `body(worker)` on each of `workers` threads while OpenBLAS is held to one
-    /// thread, so BLAS calls inside do not oversubscribe the cores.
-    static func parallelWorkers(_ workers: Int, _ body: @Sendable (Int) -> Void) {
-        guard workers > 1 else { body(0); return }
-        let saved = blasThreadCount
-        setBLASThreadCount(1)
-        DispatchQueue.concurrentPerform(iterations: workers, execute: body)
-        setBLASThreadCount(saved)
+    /// Runs `body(worker)` for each worker in `0..<workers` (at most ``workerCount``) on the pool.
+    static func parallelWorkers(_ workers: Int, _ body: (Int) -> Void) {
+        pool.run(participants: workers, body)
+    }
+
+    /// Where band `band` of `bands` starts in `0..<count`: an even split rounded down to `alignment`.
+    private static func bandStart(_ band: Int, of bands: Int, count: Int, alignment: Int) -> Int {
+        band >= bands ? count : count * band / bands / alignment * alignment
     }
 }

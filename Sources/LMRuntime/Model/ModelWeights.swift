@@ -4,12 +4,14 @@ import Foundation
 public struct LayerWeights: Sendable {
     /// RMSNorm gains before attention, `[1, dim]`.
     public let attentionNorm: Matrix
-    /// Query projection, `[dim, dim]`.
-    public let wq: Matrix
-    /// Key projection, `[kvDim, dim]`.
-    public let wk: Matrix
-    /// Value projection, `[kvDim, dim]`.
-    public let wv: Matrix
+    /// Query, key and value projections stacked, `[dim + 2 * kvDim, dim]`: one GEMM for all three.
+    public let qkv: Matrix
+    /// Query projection, `[dim, dim]` (the first rows of ``qkv``).
+    public var wq: Matrix { qkv.rows(0 ..< qkv.cols) }
+    /// Key projection, `[kvDim, dim]` (the middle rows of ``qkv``).
+    public var wk: Matrix { qkv.rows(qkv.cols ..< qkv.cols + kvDim) }
+    /// Value projection, `[kvDim, dim]` (the last rows of ``qkv``).
+    public var wv: Matrix { qkv.rows(qkv.cols + kvDim ..< qkv.rows) }
     /// Attention output projection, `[dim, dim]`.
     public let wo: Matrix
     /// RMSNorm gains before the feed-forward block, `[1, dim]`.
@@ -18,6 +20,8 @@ public struct LayerWeights: Sendable {
     public let gateUp: Matrix
     /// Down projection (W2), `[dim, hiddenDim]`.
     public let down: Matrix
+
+    private var kvDim: Int { (qkv.rows - qkv.cols) / 2 }
 }
 
 /// All weights of a model in one buffer, plus the RoPE tables derived from its config.
@@ -58,7 +62,7 @@ public final class ModelWeights: Sendable {
         }
         tokenEmbedding = take(config.vocabSize, d)
         layers = (0 ..< config.layerCount).map { _ in
-            LayerWeights(attentionNorm: take(1, d), wq: take(d, d), wk: take(kv, d), wv: take(kv, d),
+            LayerWeights(attentionNorm: take(1, d), qkv: take(d + 2 * kv, d),
                          wo: take(d, d), ffnNorm: take(1, d), gateUp: take(2 * h, d), down: take(d, h))
         }
         finalNorm = take(1, d)

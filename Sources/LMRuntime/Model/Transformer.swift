@@ -32,10 +32,10 @@ public final class Transformer {
     public let maxBatch: Int
     private let workspace: Workspace
 
-    /// Serialises forward passes process-wide. OpenBLAS's thread pool and its thread count are
-    /// global: two passes on different threads (two sessions, a cancelled request still
-    /// prefilling beside a new one) would race on them, which crashed or hung OpenBLAS here.
-    /// A pass already uses every core, so serialising costs no throughput.
+    /// Serialises forward passes process-wide. A pass already splits its work over every
+    /// core through the kernels' worker pool; a second pass beside it would find the pool
+    /// busy, run on one thread and slow both. (Before the pool, passes racing on OpenBLAS's
+    /// global thread pool crashed or hung it.)
     private static let passLock = NSLock()
 
     /// The model's dimensions.
@@ -102,9 +102,7 @@ public final class Transformer {
             let keys = cache.keys(layer: l).rows(0 ..< end), values = cache.values(layer: l).rows(0 ..< end)
             let newKeys = keys.rows(start ..< end), newValues = values.rows(start ..< end)
             Kernels.rmsNorm(x, weight: layer.attentionNorm, epsilon: c.normEpsilon, into: normed) // attention norm
-            Kernels.matmul(normed, transposed: layer.wq, into: q)                          // Q
-            Kernels.matmul(normed, transposed: layer.wk, into: newKeys)                    // K, straight into the cache
-            Kernels.matmul(normed, transposed: layer.wv, into: newValues)                  // V, straight into the cache
+            Kernels.matmul(normed, transposed: layer.qkv, into: q, newKeys, newValues)     // Q, and K/V straight into the cache
             Kernels.rope(q, headDim: c.headDim, startPosition: start, cos: w.ropeCos, sin: w.ropeSin)
             Kernels.rope(newKeys, headDim: c.headDim, startPosition: start, cos: w.ropeCos, sin: w.ropeSin)
             Kernels.causalAttention(queries: q, keys: keys, values: values, output: attended,
