@@ -21,7 +21,9 @@ let package = Package(
             pkgConfig: "openblas",
             providers: [.apt(["libopenblas-dev"])]
         ),
-        .target(name: "LMRuntime", dependencies: ["COpenBLAS"]),
+        // The elementwise kernels with AVX2+FMA bodies chosen at run time (no build flags needed).
+        .target(name: "CKernels"),
+        .target(name: "LMRuntime", dependencies: ["COpenBLAS", "CKernels"]),
         .target(name: "LMSession", dependencies: ["LMRuntime", "ResponseCache"]),
         .target(name: "ResponseCache", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "KVScenarios", dependencies: ["LMSession", "LMRuntime", "ResponseCache"]),
@@ -37,7 +39,7 @@ let package = Package(
         .testTarget(
             name: "LMRuntimeTests",
             dependencies: [
-                "LMRuntime", "LMTestSupport",
+                "LMRuntime", "LMTestSupport", "CKernels",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),

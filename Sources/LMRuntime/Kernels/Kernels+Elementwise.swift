@@ -1,3 +1,4 @@
+import CKernels
 import Foundation
 
 extension Kernels {
@@ -9,13 +10,8 @@ extension Kernels {
     public static func rmsNorm(_ x: Matrix, weight: Matrix, epsilon: Float, into out: Matrix) {
         precondition(x.cols == weight.cols && out.rows == x.rows && out.cols == x.cols, "rmsNorm shape mismatch")
         parallelBands(x.rows, minimumPerBand: 32) { band in
-            let n = x.cols, w = weight.base
             for r in band {
-                let src = x.base + r * x.rowStride, dst = out.base + r * out.rowStride
-                var sum: Float = 0
-                for i in 0 ..< n { sum += src[i] * src[i] }
-                let scale = 1 / (sum / Float(n) + epsilon).squareRoot()
-                for i in 0 ..< n { dst[i] = w[i] * (scale * src[i]) }
+                kv_rmsnorm(out.base + r * out.rowStride, x.base + r * x.rowStride, weight.base, x.cols, epsilon)
             }
         }
     }
@@ -53,14 +49,10 @@ extension Kernels {
     public static func swiGLU(_ gateUp: Matrix) {
         precondition(gateUp.cols % 2 == 0, "swiGLU needs [gate | up] columns")
         parallelBands(gateUp.rows, minimumPerBand: 8) { band in
-            let h = gateUp.cols / 2, width = Lanes.scalarCount, vectorEnd = h - h % width
+            let h = gateUp.cols / 2
             for r in band {
-                let g = gateUp.base + r * gateUp.rowStride, u = g + h
-                for i in stride(from: 0, to: vectorEnd, by: width) {
-                    let gate = Lanes(g + i)
-                    (gate / (1 + fastExp(-gate)) * Lanes(u + i)).store(to: g + i)
-                }
-                for i in vectorEnd ..< h { g[i] = g[i] / (1 + Foundation.exp(-g[i])) * u[i] }
+                let g = gateUp.base + r * gateUp.rowStride
+                kv_swiglu(g, g + h, h)
             }
         }
     }
@@ -115,28 +107,14 @@ extension Kernels {
     /// Replaces `p[i]` by `exp(p[i] - max)` over `count` elements and returns their sum
     /// (the unnormalised softmax; the sum is at least 1).
     static func exponentiate(_ p: UnsafeMutablePointer<Float>, count: Int) -> Float {
-        let width = Lanes.scalarCount, vectorEnd = count - count % width
-        var maxLanes = Lanes(repeating: -.infinity)
-        for i in stride(from: 0, to: vectorEnd, by: width) {
-            let v = Lanes(p + i)
-            maxLanes.replace(with: v, where: v .> maxLanes)
-        }
-        var maxValue = maxLanes.max()
-        for i in vectorEnd ..< count where p[i] > maxValue { maxValue = p[i] }
-        let m = Lanes(repeating: maxValue)
-        var acc = Lanes(repeating: 0)
-        for i in stride(from: 0, to: vectorEnd, by: width) {
-            let e = fastExp(Lanes(p + i) - m)
-            e.store(to: p + i)
-            acc += e
-        }
-        var sum = acc.sum()
-        for i in vectorEnd ..< count { p[i] = Foundation.exp(p[i] - maxValue); sum += p[i] }
-        return sum
+        kv_exp_shifted_sum(p, count)
     }
+
+    /// Whether the elementwise kernels run their AVX2+FMA bodies on this machine.
+    public static var usesAVX2: Bool { kv_uses_avx2() != 0 }
 }
 
-/// The SIMD width the elementwise kernels use.
+/// The SIMD width of the Swift-side vector loops.
 typealias Lanes = SIMD8<Float>
 
 extension SIMD8 where Scalar == Float {
@@ -147,33 +125,4 @@ extension SIMD8 where Scalar == Float {
     @inline(__always) func store(to p: UnsafeMutablePointer<Float>) {
         UnsafeMutableRawPointer(p).storeBytes(of: self, as: SIMD8<Float>.self)
     }
-}
-
-/// `e^x` lane-wise, with a Cephes-style degree-5 polynomial (relative error about 2e-7,
-/// inputs clamped to the float range), several times faster than scalar `expf`.
-///
-/// Rounding and the float-to-integer step use the 1.5 · 2²³ trick: adding it
-/// leaves round-to-nearest(x) in the low mantissa bits, which keeps every step
-/// a plain vector instruction (the generic SIMD conversions are not).
-@inline(__always) func fastExp(_ x: Lanes) -> Lanes {
-    let magic = Lanes(repeating: 0x1.8p23)
-    // Clamp with compare-and-replace: pointwiseMin/Max are not lowered to vector instructions.
-    var clamped = x
-    clamped.replace(with: Lanes(repeating: 88.3), where: clamped .> Lanes(repeating: 88.3))
-    clamped.replace(with: Lanes(repeating: -87.3), where: clamped .< Lanes(repeating: -87.3))
-    let shifted = clamped * 1.442_695_04 + magic
-    let n = shifted - magic
-    var r = clamped - n * 0.693_359_375
-    r = r - n * -2.121_944_4e-4
-    var poly = Lanes(repeating: 1.987_569_15e-4)
-    poly = poly * r + 1.398_199_95e-3
-    poly = poly * r + 8.333_451_9e-3
-    poly = poly * r + 4.166_579_59e-2
-    poly = poly * r + 1.666_666_55e-1
-    poly = poly * r + 5.000_000_1e-1
-    let y = poly * (r * r) + r + 1
-    // 2^n: the integer n sits in the low bits of `shifted`; move it into the exponent field
-    // (a multiply by 2^23, because the generic SIMD shift is not vectorised).
-    let integer = unsafeBitCast(shifted, to: SIMD8<Int32>.self) &- unsafeBitCast(magic, to: SIMD8<Int32>.self)
-    return y * unsafeBitCast((integer &+ 127) &* (1 << 23), to: Lanes.self)
 }

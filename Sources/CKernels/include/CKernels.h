@@ -1,0 +1,33 @@
+#ifndef CKERNELS_H
+#define CKERNELS_H
+// Elementwise kernels of LMRuntime that Swift cannot vectorise past the baseline
+// instruction set (SSE2 on x86-64, without FMA). Each entry point picks, once per
+// process, an AVX2+FMA body when the CPU has one, else a portable body; the portable
+// bodies are exported too so tests can check both against the same definitions.
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Replaces x[i] by exp(x[i] - max(x)) for i < n (n >= 1) and returns the sum of the results.
+float kv_exp_shifted_sum(float *x, ptrdiff_t n);
+/// gate[i] = silu(gate[i]) * up[i] = gate[i] / (1 + exp(-gate[i])) * up[i], for i < n.
+void kv_swiglu(float *gate, const float *up, ptrdiff_t n);
+/// dst[i] = weight[i] * x[i] / sqrt(mean(x²) + epsilon), for i < n (n >= 1); dst may be x.
+void kv_rmsnorm(float *dst, const float *x, const float *weight, ptrdiff_t n, float epsilon);
+
+/// The portable bodies (no instruction-set extensions).
+float kv_exp_shifted_sum_portable(float *x, ptrdiff_t n);
+void kv_swiglu_portable(float *gate, const float *up, ptrdiff_t n);
+void kv_rmsnorm_portable(float *dst, const float *x, const float *weight, ptrdiff_t n, float epsilon);
+
+/// 1 when the entry points run the AVX2+FMA bodies, else 0.
+int kv_uses_avx2(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,81 @@
+import CKernels
+import Foundation
+import LMRuntime
+import Testing
+
+/// The C elementwise kernels: the entry points (AVX2+FMA bodies where the CPU has them)
+/// and the portable bodies, each against the double-precision definition, at lengths
+/// that exercise the 8-lane loops and their scalar tails.
+struct CKernelsTests {
+    static let lengths = [1, 7, 8, 9, 64, 77, 2816]
+
+    static func values(_ n: Int, seed: UInt64, scale: Float) -> [Float] {
+        let m = Matrix.zeros(rows: 1, cols: n)
+        Kernels.fillUniform(m, seed: seed, scale: scale)
+        return m.toArray()
+    }
+
+    typealias ExpSum = @Sendable (UnsafeMutablePointer<Float>, Int) -> Float
+
+    @Test(arguments: [("dispatched", kv_exp_shifted_sum as ExpSum), ("portable", kv_exp_shifted_sum_portable as ExpSum)])
+    func expShiftedSum_matchesDefinition(name: String, body: ExpSum) {
+        for n in Self.lengths {
+            // Wide range: differences to the max reach -200, beyond the clamp at -87.3.
+            var x = Self.values(n, seed: UInt64(n), scale: 100)
+            let original = x
+            let maxValue = original.max()!
+            let sum = x.withUnsafeMutableBufferPointer { body($0.baseAddress!, n) }
+            let exact = original.map { exp(Double($0 - maxValue)) }
+            for i in 0 ..< n {
+                #expect(abs(Double(x[i]) - exact[i]) <= 1e-6 * max(exact[i], 1e-30) + 1e-37, "\(name) n=\(n) i=\(i)")
+            }
+            #expect(abs(Double(sum) - exact.reduce(0, +)) <= 1e-5 * exact.reduce(0, +), "\(name) n=\(n)")
+        }
+    }
+
+    typealias SwiGLU = @Sendable (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Int) -> Void
+
+    @Test(arguments: [("dispatched", kv_swiglu as SwiGLU), ("portable", kv_swiglu_portable as SwiGLU)])
+    func swiGLU_matchesDefinition(name: String, body: SwiGLU) {
+        for n in Self.lengths {
+            var gate = Self.values(n, seed: UInt64(n) + 100, scale: 30)
+            if n > 4 { gate[0] = -100; gate[1] = 95; gate[2] = 0; gate[3] = -1e-4 }
+            let up = Self.values(n, seed: UInt64(n) + 200, scale: 2)
+            let original = gate
+            gate.withUnsafeMutableBufferPointer { g in up.withUnsafeBufferPointer { body(g.baseAddress!, $0.baseAddress!, n) } }
+            for i in 0 ..< n {
+                let g = Double(original[i]), expected = g / (1 + exp(-g)) * Double(up[i])
+                #expect(abs(Double(gate[i]) - expected) <= 1e-6 * max(1, abs(expected)), "\(name) n=\(n) gate=\(g)")
+            }
+        }
+    }
+
+    typealias RMSNorm = @Sendable (UnsafeMutablePointer<Float>, UnsafePointer<Float>, UnsafePointer<Float>, Int, Float) -> Void
+
+    @Test(arguments: [("dispatched", kv_rmsnorm as RMSNorm), ("portable", kv_rmsnorm_portable as RMSNorm)])
+    func rmsNorm_matchesDefinition(name: String, body: RMSNorm) {
+        for n in Self.lengths {
+            let x = Self.values(n, seed: UInt64(n) + 300, scale: 3), w = Self.values(n, seed: UInt64(n) + 400, scale: 1)
+            var out = [Float](repeating: .nan, count: n)
+            out.withUnsafeMutableBufferPointer { o in
+                x.withUnsafeBufferPointer { xp in w.withUnsafeBufferPointer { body(o.baseAddress!, xp.baseAddress!, $0.baseAddress!, n, 1e-5) } }
+            }
+            let meanSquare = x.map { Double($0) * Double($0) }.reduce(0, +) / Double(n)
+            for i in 0 ..< n {
+                let expected = Double(w[i]) * Double(x[i]) / (meanSquare + 1e-5).squareRoot()
+                #expect(abs(Double(out[i]) - expected) <= 1e-5 * max(1, abs(expected)), "\(name) n=\(n) i=\(i)")
+            }
+        }
+    }
+
+    @Test func usesAVX2_matchesTheCPU() throws {
+        #if arch(x86_64)
+        let flags = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        try #require(!flags.isEmpty, "no /proc/cpuinfo to compare with")
+        let words = Set(flags.split(whereSeparator: \.isWhitespace))
+        #expect(Kernels.usesAVX2 == (words.contains("avx2") && words.contains("fma")))
+        #else
+        #expect(!Kernels.usesAVX2)
+        #endif
+    }
+}
