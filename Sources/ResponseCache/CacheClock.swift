@@ -40,6 +40,9 @@ public struct CacheMetrics: Sendable, Equatable {
     public var generations = 0
     /// Generations that ran to replace a cached value.
     public var refreshes = 0
+    /// Generations whose result was not stored because an invalidation matching their key
+    /// landed while they ran.
+    public var discardedGenerations = 0
     /// Entries evicted from either tier by the LRU limits or the retention sweep.
     public var evictions = 0
     /// Entry files found unreadable or corrupt (each removed and counted as a miss).

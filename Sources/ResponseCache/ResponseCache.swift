@@ -46,7 +46,9 @@ public actor ResponseCache<Value: Codable & Sendable> {
     private let clock: any CacheClock
     private var memory: MemoryTier<Value>
     private var disk: DiskTier<Value>?
-    private var inFlight: [String: Task<Value, any Error>] = [:]
+    private var inFlight: [String: Flight] = [:]
+    private var invalidatedFlights: Set<Int> = []
+    private var flightCount = 0
     private var backgroundRefreshes: [Task<Void, Never>] = []
 
     /// A cache; when the disk directory is unusable the cache runs from memory and says so in
@@ -130,17 +132,33 @@ public actor ResponseCache<Value: Codable & Sendable> {
         }
     }
 
-    /// Single flight: concurrent callers for one key share one generation; only success is stored.
+    /// A generation under way, and the key it will be stored under.
+    private struct Flight {
+        let id: Int
+        let key: CacheKey
+        let task: Task<Value, any Error>
+    }
+
+    /// Single flight: concurrent callers for one key share one generation; only success is stored,
+    /// and only when no invalidation matching the key landed while it ran (its input may be gone).
     private func generation(_ key: CacheKey, generate: @escaping @Sendable () async throws -> Value,
                             isRefresh: Bool) async throws -> Value {
-        if let running = inFlight[key.digest] { return try await running.value }
-        let task = Task { try await generate() }
-        inFlight[key.digest] = task
-        defer { inFlight[key.digest] = nil }
+        if let running = inFlight[key.digest] { return try await running.task.value }
+        flightCount += 1
+        let id = flightCount, task = Task { try await generate() }
+        inFlight[key.digest] = Flight(id: id, key: key, task: task)
+        defer {
+            if inFlight[key.digest]?.id == id { inFlight[key.digest] = nil }
+            invalidatedFlights.remove(id)
+        }
         metrics.generations += 1
         if isRefresh { metrics.refreshes += 1 }
         let value = try await task.value
-        store(key, value)
+        if invalidatedFlights.contains(id) {
+            metrics.discardedGenerations += 1
+        } else {
+            store(key, value)
+        }
         return value
     }
 
@@ -220,10 +238,15 @@ public actor ResponseCache<Value: Codable & Sendable> {
     // MARK: Invalidation
 
     /// Removes the entry for `key` from both tiers.
+    ///
+    /// Every invalidation also reaches generations still running for matching keys: their
+    /// callers get the result, but it is not stored, and a request arriving after the
+    /// invalidation starts a generation of its own instead of joining the old one.
     public func invalidate(key: CacheKey) {
         memory.remove(key.digest)
         disk?.remove(key.digest)
         metrics.bytesOnDisk = disk?.byteCount ?? 0
+        abandonFlights { $0.digest == key.digest }
     }
 
     /// Removes every entry carrying `tag`.
@@ -240,6 +263,16 @@ public actor ResponseCache<Value: Codable & Sendable> {
         if let disk {
             for envelope in disk.envelopes() where matches(envelope.key) { disk.remove(envelope.key.digest) }
             metrics.bytesOnDisk = disk.byteCount
+        }
+        abandonFlights(where: matches)
+    }
+
+    /// Marks running generations for matching keys so their results are not stored, and
+    /// detaches them so later requests do not join them.
+    private func abandonFlights(where matches: (CacheKey) -> Bool) {
+        for (digest, flight) in inFlight where matches(flight.key) {
+            invalidatedFlights.insert(flight.id)
+            inFlight[digest] = nil
         }
     }
 

@@ -198,4 +198,62 @@ struct ResponseCacheTests {
         #expect(failures == 20 && generate.runs < 20)
         #expect(try await cache.value(for: key, policy: .cacheOnly) { "" }.origin == .none)
     }
+
+    enum Invalidation: String, CaseIterable, Sendable { case key, tag, fingerprint, all }
+
+    /// The data changes while a generation from the old data is still running: the old result
+    /// reaches its caller but is never stored, and a request after the invalidation does not
+    /// join the old generation.
+    @Test(arguments: Invalidation.allCases)
+    func invalidation_duringAGenerationDiscardsItsResult(kind: Invalidation) async throws {
+        let cache = ResponseCache<String>()
+        let key = CacheKey(parts: ["summary"], dataFingerprint: "rows:1-40", tags: ["inbox"])
+        let (started, startedSignal) = AsyncStream<Void>.makeStream()
+        let (gate, opener) = AsyncStream<Void>.makeStream()
+        let old = Task {
+            try await cache.value(for: key) {
+                startedSignal.yield()
+                for await _ in gate { break }   // held until the test opens the gate
+                return "from old data"
+            }.value
+        }
+        for await _ in started { break }
+        switch kind {
+        case .key: await cache.invalidate(key: key)
+        case .tag: await cache.invalidate(tag: "inbox")
+        case .fingerprint: await cache.invalidate(dataFingerprint: "rows:1-40")
+        case .all: await cache.invalidateAll()
+        }
+        // Asked before the old generation ends; joining it would hand back the old result.
+        let fresh = Task { try await cache.value(for: key) { "from new data" } }
+        opener.yield()
+        #expect(try await old.value == "from old data")   // its caller still gets an answer
+        let answer = try await fresh.value
+        #expect(answer.value == "from new data" && answer.origin == .generated)
+        let stored = try await cache.value(for: key, policy: .cacheOnly) { "" }
+        #expect(stored.value == "from new data")
+        let metrics = await cache.metrics
+        #expect(metrics.generations == 2 && metrics.discardedGenerations == 1)
+    }
+
+    @Test func invalidation_ofAnotherKeyLeavesARunningGenerationAlone() async throws {
+        let cache = ResponseCache<String>()
+        let key = CacheKey(parts: ["summary"], tags: ["inbox"]), other = CacheKey(parts: ["other"], tags: ["sent"])
+        let (started, startedSignal) = AsyncStream<Void>.makeStream()
+        let (gate, opener) = AsyncStream<Void>.makeStream()
+        let running = Task {
+            try await cache.value(for: key) {
+                startedSignal.yield()
+                for await _ in gate { break }
+                return "kept"
+            }.value
+        }
+        for await _ in started { break }
+        await cache.invalidate(tag: "sent")
+        await cache.invalidate(key: other)
+        opener.yield()
+        #expect(try await running.value == "kept")
+        #expect(try await cache.value(for: key, policy: .cacheOnly) { "" }.value == "kept")
+        #expect(await cache.metrics.discardedGenerations == 0)
+    }
 }
