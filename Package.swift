@@ -3,6 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "KVSession",
+    // Linux is the target (OpenBLAS from apt); on Apple platforms `Synchronization` sets the floor.
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "LMRuntime", targets: ["LMRuntime"]),
         .library(name: "LMSession", targets: ["LMSession"]),
