@@ -94,10 +94,9 @@ struct KernelProbe {
     }
 
     /// sgemm throughput on exactly the projection GEMMs one forward pass of `tokens` tokens runs
-    /// (Q, K, V, O, gate|up, down; FLOP-weighted), and the fastest of those shapes alone.
+    /// (Q|K|V stacked, O, gate|up, down; FLOP-weighted), and the fastest of those shapes alone.
     func sgemmCeiling(_ c: ModelConfig, tokens: Int) -> (model: Double, peak: Double) {
-        let shapes = [(c.dim, c.dim), (c.kvDim, c.dim), (c.kvDim, c.dim), (c.dim, c.dim),
-                      (2 * c.hiddenDim, c.dim), (c.dim, c.hiddenDim)]
+        let shapes = [(c.dim + 2 * c.kvDim, c.dim), (c.dim, c.dim), (2 * c.hiddenDim, c.dim), (c.dim, c.hiddenDim)]
         var flops = 0.0, time = 0.0
         let rates = sgemmGFLOPs(m: tokens, shapes: shapes)
         for ((n, k), rate) in zip(shapes, rates) {
