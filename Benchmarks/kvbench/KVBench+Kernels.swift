@@ -20,6 +20,9 @@ extension KVBench {
         @Option(name: .long, help: "Repetitions per measurement; the best is reported.")
         var repeats: Int = 5
 
+        @Flag(name: .long, help: "Also time each step of a layer alone at every prefill length.")
+        var breakdown = false
+
         @Flag(name: .long, help: "Print the results as JSON (fields documented in README.md).")
         var json = false
 
@@ -43,7 +46,7 @@ extension KVBench {
                     models.append(try catalog.weights(for: catalog.config(named: name)))
                 }
             }
-            let probe = KernelProbe(repeats: repeats)
+            let probe = KernelProbe(breakdown: breakdown, repeats: repeats)
             progress("measuring sgemv on \(KernelProbe.streamBytes >> 20) MiB of weights…")
             let sgemv = probe.sgemvGBps()
             var reports: [ModelReport] = []

@@ -11,6 +11,9 @@ struct ModelReport: Encodable {
         let ratio_to_sgemm: Double
         let sgemm_peak_gflops: Double
         let ratio_to_sgemm_peak: Double
+        /// The measured pass per layer, and its steps timed alone (with `--breakdown`).
+        let pass_ms_per_layer: Double
+        let breakdown: [KernelTime]?
     }
 
     let model: String
@@ -37,6 +40,13 @@ struct KernelReport: Encodable {
                 let sgemm = "\(fmt(p.sgemm_gflops)), \(fmt(p.sgemm_peak_gflops))"
                 lines.append("           \(pad(p.tokens, 6)) \(pad(fmt(p.tokens_per_second), 10)) \(pad(fmt(p.gflops), 9))   \(pad(sgemm, 34)) \(pad(fmt(p.ratio_to_sgemm), 13)) \(pad(fmt(p.ratio_to_sgemm_peak), 11))")
             }
+            for p in m.prefill {
+                guard let steps = p.breakdown else { continue }
+                let sum = steps.map(\.ms_per_layer).reduce(0, +)
+                lines.append("  \(p.tokens) tokens, ms per layer, each step timed alone: "
+                    + steps.map { "\($0.kernel) \(fmt($0.ms_per_layer))" }.joined(separator: " · "))
+                lines.append("    sum \(fmt(sum)), measured pass \(fmt(p.pass_ms_per_layer)) per layer")
+            }
             lines.append("  decode   \(fmt(m.decode_tokens_per_second)) tokens/s, \(fmt(m.decode_weight_gbps)) GB/s of weights, ÷ sgemv \(fmt(m.decode_ratio_to_sgemv))")
             lines.append("")
         }
@@ -52,6 +62,8 @@ struct KernelReport: Encodable {
 
 /// Times BLAS ceilings and model passes; the best of `repeats` runs counts.
 struct KernelProbe {
+    /// Also time each step of a layer alone (``KernelBreakdown``).
+    var breakdown = false
     /// Bytes the sgemv ceiling streams: far beyond any last-level cache.
     static let streamBytes = 512 << 20
     let repeats: Int
@@ -125,9 +137,11 @@ struct KernelProbe {
                 best = min(best, seconds { _ = try? model.forward(tokens, cache: cache) })
             }
             let gflops = c.forwardFLOPs(cachedTokens: 0, newTokens: n) / best / 1e9
+            let steps = breakdown ? KernelBreakdown(repeats: repeats).measure(weights, tokens: n) : nil
             prefills.append(.init(tokens: n, tokens_per_second: Double(n) / best, gflops: gflops,
                                   sgemm_gflops: ceiling, ratio_to_sgemm: gflops / ceiling,
-                                  sgemm_peak_gflops: peak, ratio_to_sgemm_peak: gflops / peak))
+                                  sgemm_peak_gflops: peak, ratio_to_sgemm_peak: gflops / peak,
+                                  pass_ms_per_layer: best * 1000 / Double(c.layerCount), breakdown: steps))
         }
         // Decode after a short prompt, so weights (not the cache) dominate the traffic.
         let prompt = Array(0 ..< min(16, c.contextLength - decodeTokens - 1)).map { $0 % c.vocabSize }

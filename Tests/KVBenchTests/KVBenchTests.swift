@@ -67,7 +67,7 @@ struct KVBenchTests {
 
     @Test func kernels_jsonReportsCeilingsAndRatios() throws {
         let run = try Self.run(["kernels", "--model", "tiny", "--prefill", "8", "16", "--repeats", "1",
-                                "--decode-tokens", "2", "--json"])
+                                "--decode-tokens", "2", "--breakdown", "--json"])
         #expect(run.status == 0, "\(run.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         #expect((json["sgemv_gbps"] as? Double ?? 0) > 0)
@@ -76,9 +76,14 @@ struct KVBenchTests {
         let prefill = try #require(models[0]["prefill"] as? [[String: Any]])
         #expect(prefill.map { $0["tokens"] as? Int } == [8, 16])
         for row in prefill {
-            for key in ["tokens_per_second", "gflops", "sgemm_gflops", "ratio_to_sgemm"] {
+            for key in ["tokens_per_second", "gflops", "sgemm_gflops", "ratio_to_sgemm", "pass_ms_per_layer"] {
                 #expect((row[key] as? Double ?? 0) > 0, "\(key)")
             }
+            // --breakdown: every step of a layer, in pass order, each timed.
+            let steps = try #require(row["breakdown"] as? [[String: Any]])
+            #expect(steps.map { $0["kernel"] as? String } == ["attention norm", "Q|K|V", "RoPE", "attention", "O + residual",
+                                                              "FFN norm", "gate|up", "SwiGLU", "down + residual"])
+            #expect(steps.allSatisfy { ($0["ms_per_layer"] as? Double ?? 0) > 0 })
         }
         for key in ["decode_tokens_per_second", "decode_weight_gbps", "decode_ratio_to_sgemv", "sgemm_gflops"] {
             #expect((models[0][key] as? Double ?? 0) > 0, "\(key)")
