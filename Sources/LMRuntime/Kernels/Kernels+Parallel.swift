@@ -7,7 +7,9 @@ extension Kernels {
     public static let workerCount = max(1, ProcessInfo.processInfo.activeProcessorCount)
 
     /// Threads the kernels use from now on, `1...workerCount` (default: all). Values
-    /// outside that range are clamped. Results do not depend on it beyond float rounding.
+    /// outside that range are clamped. Results do not depend on it: projections split their
+    /// output columns, never the reduction, and the other kernels split rows or heads, so
+    /// every output goes through the same arithmetic (tested bit for bit).
     public static var threadCount: Int {
         get { threadLimit.load(ordering: .relaxed) }
         set { threadLimit.store(min(max(1, newValue), workerCount), ordering: .relaxed) }
