@@ -51,6 +51,7 @@ public enum Kernels {
 
     /// ``matmul(_:transposed:into:alpha:beta:)`` on the calling thread only.
     static func singleThreadMatmul(_ a: Matrix, transposed b: Matrix, into c: Matrix, alpha: Float, beta: Float) {
+        _ = pool   // creating the pool holds OpenBLAS to one thread before its first call
         guard a.rows > 0, b.rows > 0 else { return }
         if a.rows == 1 {
             cblas_sgemv(CblasRowMajor, CblasNoTrans, Int32(b.rows), Int32(b.cols), alpha,
@@ -69,6 +70,7 @@ public enum Kernels {
     ///   - c: output `[M, N]`, overwritten.
     public static func matmul(_ a: Matrix, _ b: Matrix, into c: Matrix) {
         precondition(a.cols == b.rows && c.rows == a.rows && c.cols == b.cols, "matmul shape mismatch")
+        _ = pool   // creating the pool holds OpenBLAS to one thread before its first call
         guard a.rows > 0, b.cols > 0 else { return }
         if a.rows == 1 {
             cblas_sgemv(CblasRowMajor, CblasTrans, Int32(b.rows), Int32(b.cols), 1,
