@@ -15,9 +15,7 @@ public enum Kernels {
     public static func matmul(_ a: Matrix, transposed b: Matrix, into c: Matrix,
                               alpha: Float = 1, beta: Float = 0) {
         precondition(a.cols == b.cols && c.rows == a.rows && c.cols == b.rows, "matmul shape mismatch")
-        // Each worker takes a band of output columns (weight rows), so the weights are read once.
-        let minimumColumns = max(16, projectionSplitWork / max(1, a.rows * a.cols))
-        parallelBands(b.rows, minimumPerBand: minimumColumns, alignment: 16) { cols in
+        projectionBands(a, transposed: b) { cols in
             singleThreadMatmul(a, transposed: b.rows(cols), into: c.columns(cols), alpha: alpha, beta: beta)
         }
     }
@@ -32,8 +30,7 @@ public enum Kernels {
     public static func matmul(_ a: Matrix, transposed b: Matrix, into c0: Matrix, _ c1: Matrix, _ c2: Matrix) {
         precondition(a.cols == b.cols && c0.cols + c1.cols + c2.cols == b.rows
             && c0.rows == a.rows && c1.rows == a.rows && c2.rows == a.rows, "matmul shape mismatch")
-        let minimumColumns = max(16, projectionSplitWork / max(1, a.rows * a.cols))
-        parallelBands(b.rows, minimumPerBand: minimumColumns, alignment: 16) { cols in
+        projectionBands(a, transposed: b) { cols in
             func part(_ c: Matrix, from first: Int) {
                 let lower = max(cols.lowerBound, first), upper = min(cols.upperBound, first + c.cols)
                 guard lower < upper else { return }
@@ -49,9 +46,17 @@ public enum Kernels {
     /// Multiply-adds below which a projection runs on one thread.
     static let projectionSplitWork = 1 << 16
 
-    /// ``matmul(_:transposed:into:alpha:beta:)`` on the calling thread only.
+    /// Splits the output columns of `a · bᵀ` (the rows of `b`) into bands over the workers, so
+    /// each weight row is read by one worker, and never the reduction, so every output sees
+    /// the same arithmetic however many threads run.
+    private static func projectionBands(_ a: Matrix, transposed b: Matrix, _ body: (Range<Int>) -> Void) {
+        let minimumColumns = max(16, projectionSplitWork / max(1, a.rows * a.cols))
+        parallelBands(b.rows, minimumPerBand: minimumColumns, alignment: 16, body)
+    }
+
+    /// ``matmul(_:transposed:into:alpha:beta:)`` on the calling thread only (called inside
+    /// ``projectionBands(_:transposed:_:)``, which has created the pool).
     static func singleThreadMatmul(_ a: Matrix, transposed b: Matrix, into c: Matrix, alpha: Float, beta: Float) {
-        _ = pool   // creating the pool holds OpenBLAS to one thread before its first call
         guard a.rows > 0, b.rows > 0 else { return }
         if a.rows == 1 {
             cblas_sgemv(CblasRowMajor, CblasNoTrans, Int32(b.rows), Int32(b.cols), alpha,

@@ -24,10 +24,12 @@ extension Kernels {
         return WorkerPool(width: workerCount)
     }()
 
-    /// Runs `body` over `0..<count` split into at most ``workerCount`` contiguous bands,
-    /// in parallel when each band gets at least `minimumPerBand` items.
+    /// Runs `body` over `0..<count` split into at most ``threadCount`` contiguous bands (each
+    /// starting on a multiple of `alignment`), in parallel when each band gets at least
+    /// `minimumPerBand` items.
     static func parallelBands(_ count: Int, minimumPerBand: Int, alignment: Int = 1,
                               _ body: (Range<Int>) -> Void) {
+        let pool = pool   // created before any work, serial or not: it holds OpenBLAS to one thread
         let bands = max(1, min(threadCount, count / max(1, minimumPerBand)))
         guard bands > 1 else { body(0 ..< count); return }
         pool.run(participants: bands) { band in
