@@ -55,7 +55,7 @@ extension KVBench {
                 reports.append(probe.measure(weights, prefillLengths: prefill, decodeTokens: decodeTokens,
                                              sgemvGBps: sgemv))
             }
-            let report = KernelReport(threads: LMRuntime.Kernels.threadCount, sgemv_gbps: sgemv, models: reports)
+            let report = KernelReport(blas_core_type: LMRuntime.Kernels.blasCoreType, threads: LMRuntime.Kernels.threadCount, sgemv_gbps: sgemv, models: reports)
             print(json ? try jsonText(report) : report.table)
         }
     }

@@ -27,12 +27,13 @@ struct ModelReport: Encodable {
 
 /// The whole `kvbench kernels` result.
 struct KernelReport: Encodable {
+    let blas_core_type: String
     let threads: Int
     let sgemv_gbps: Double
     let models: [ModelReport]
 
     var table: String {
-        var lines = ["sgemv ceiling (weights streamed from DRAM): \(fmt(sgemv_gbps)) GB/s, runtime threads: \(threads)", ""]
+        var lines = ["sgemv ceiling (weights streamed from DRAM): \(fmt(sgemv_gbps)) GB/s, runtime threads: \(threads), OpenBLAS core type: \(blas_core_type)", ""]
         for m in models {
             lines.append("\(m.model) (\(m.parameters / 1000)K parameters), fastest sgemm at its shapes: \(fmt(m.sgemm_gflops)) GFLOP/s")
             lines.append("  prefill  tokens   tokens/s   GFLOP/s   sgemm GFLOP/s (its GEMMs, fastest)   ÷ its GEMMs   ÷ fastest")

@@ -86,6 +86,11 @@ public enum Kernels {
         }
     }
 
+    /// The kernel set OpenBLAS chose for this CPU (its "core type", e.g. `Haswell`, `Zen`,
+    /// `SkylakeX`), or the one forced by `OPENBLAS_CORETYPE`. Benchmarks print it: results and
+    /// speed depend on it.
+    package static var blasCoreType: String { String(cString: openblas_get_corename()) }
+
     /// Runs `body` with OpenBLAS on `count` threads of its own, then returns it to one thread.
     ///
     /// For benchmarks that compare the runtime against OpenBLAS's own threading (the

@@ -7,9 +7,9 @@ extension Kernels {
     public static let workerCount = max(1, ProcessInfo.processInfo.activeProcessorCount)
 
     /// Threads the kernels use from now on, `1...workerCount` (default: all). Values
-    /// outside that range are clamped. Results do not depend on it: projections split their
-    /// output columns, never the reduction, and the other kernels split rows or heads, so
-    /// every output goes through the same arithmetic (tested bit for bit).
+    /// outside that range are clamped. Results do not depend on it, on any CPU: the work is
+    /// cut into the same bands whatever the thread count (see ``parallelBands(_:minimumPerBand:alignment:_:)``),
+    /// and fewer threads only take more bands each (tested bit for bit).
     public static var threadCount: Int {
         get { threadLimit.load(ordering: .relaxed) }
         set { threadLimit.store(min(max(1, newValue), workerCount), ordering: .relaxed) }
@@ -24,17 +24,27 @@ extension Kernels {
         return WorkerPool(width: workerCount)
     }()
 
-    /// Runs `body` over `0..<count` split into at most ``threadCount`` contiguous bands (each
-    /// starting on a multiple of `alignment`), in parallel when each band gets at least
-    /// `minimumPerBand` items.
+    /// Runs `body` over `0..<count` cut into contiguous bands (each starting on a multiple of
+    /// `alignment`), in parallel when each band gets at least `minimumPerBand` items.
+    ///
+    /// The cut depends on `count`, `minimumPerBand`, `alignment` and ``workerCount`` only, never
+    /// on ``threadCount``: with fewer threads each one runs several bands. This is what makes
+    /// results independent of the thread count on every CPU. OpenBLAS's sgemm does not give a
+    /// column the same arithmetic in every call shape: on its Haswell/Zen kernels the products
+    /// of a column band differ in the last bits from the same columns of a wider call (edge
+    /// tiles accumulate differently), whatever the band alignment; the SSE and AVX kernels
+    /// (Prescott ... Sandybridge) happen not to. The same calls, with the same shapes, are exact.
     static func parallelBands(_ count: Int, minimumPerBand: Int, alignment: Int = 1,
                               _ body: (Range<Int>) -> Void) {
         let pool = pool   // created before any work, serial or not: it holds OpenBLAS to one thread
-        let bands = max(1, min(threadCount, count / max(1, minimumPerBand)))
+        let bands = max(1, min(workerCount, count / max(1, minimumPerBand)))
         guard bands > 1 else { body(0 ..< count); return }
-        pool.run(participants: bands) { band in
-            body(bandStart(band, of: bands, count: count, alignment: alignment)
-                ..< bandStart(band + 1, of: bands, count: count, alignment: alignment))
+        let participants = min(bands, threadCount)
+        pool.run(participants: participants) { participant in
+            for band in stride(from: participant, to: bands, by: participants) {
+                body(bandStart(band, of: bands, count: count, alignment: alignment)
+                    ..< bandStart(band + 1, of: bands, count: count, alignment: alignment))
+            }
         }
     }
 
