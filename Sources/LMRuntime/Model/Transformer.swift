@@ -23,9 +23,11 @@ final class Workspace {
 ///
 /// One forward pass handles `T` new tokens at once (prefill); decode is `T = 1`.
 /// The pass appends the tokens' K/V rows to a ``KVCache`` and produces the
-/// logits of the last token only. A `Transformer` owns scratch memory, so use
-/// one instance from one task at a time; the weights may be shared.
-public final class Transformer {
+/// logits of the last token only. A `Transformer` owns scratch memory sized by its
+/// batch (never by the context), used only inside the process-wide pass lock, so one
+/// instance can serve any number of sequences and tasks (sessions on one model share
+/// one): callers that share it take the logits with ``forward(_:cache:logits:)``.
+public final class Transformer: @unchecked Sendable {
     /// The weights (shareable between transformers).
     public let weights: ModelWeights
     /// The most tokens one internal pass processes; longer inputs run in consecutive passes.
@@ -44,13 +46,18 @@ public final class Transformer {
     /// A transformer over `weights`.
     /// - Parameters:
     ///   - weights: the model.
-    ///   - maxBatch: tokens per pass (scratch grows with it); defaults to the context length,
-    ///     so any prefill is one pass.
+    ///   - maxBatch: tokens per pass (scratch grows with it); defaults to the context length
+    ///     (capped at ``defaultMaxBatch``), and longer inputs run in consecutive passes.
     public init(weights: ModelWeights, maxBatch: Int? = nil) {
         self.weights = weights
-        self.maxBatch = max(1, min(maxBatch ?? weights.config.contextLength, weights.config.contextLength))
+        self.maxBatch = max(1, min(maxBatch ?? Self.defaultMaxBatch, weights.config.contextLength))
         workspace = Workspace(weights.config, maxBatch: self.maxBatch)
     }
+
+    /// The batch a transformer gets unless told otherwise: large enough that a pass's GEMMs
+    /// run at full speed (prefill ratios are flat from a few hundred rows on), small enough
+    /// that scratch never scales with a long context.
+    public static let defaultMaxBatch = 1024
 
     /// An empty cache shaped for this model.
     /// - Parameter capacity: positions to allocate; defaults to (and is capped at) the context length.
@@ -70,6 +77,23 @@ public final class Transformer {
     ///   range, the input is empty, or the cache would overflow. The cache is then unchanged.
     @discardableResult
     public func forward(_ tokens: [Int], cache: some KVCache) throws -> Matrix {
+        try locked(tokens, cache: cache) { $0 }
+    }
+
+    /// Runs `tokens` like ``forward(_:cache:)`` and copies the last token's logits into `logits`
+    /// before another pass can overwrite them: the form to use on a shared transformer.
+    /// - Parameters:
+    ///   - tokens: token ids, each in `0..<vocabSize`.
+    ///   - cache: the sequence's cache.
+    ///   - logits: `[1, vocabSize]`, overwritten.
+    /// - Throws: ``RuntimeError`` as ``forward(_:cache:)`` does; `logits` is then unchanged.
+    public func forward(_ tokens: [Int], cache: some KVCache, logits: Matrix) throws {
+        precondition(logits.rows == 1 && logits.cols == config.vocabSize, "logits must be [1, vocabSize]")
+        try locked(tokens, cache: cache) { Kernels.copy($0, into: logits) }
+    }
+
+    /// Checks the inputs, then runs the passes and `read` on the logits under the pass lock.
+    private func locked<T>(_ tokens: [Int], cache: some KVCache, read: (Matrix) -> T) throws -> T {
         guard !tokens.isEmpty else { throw RuntimeError.emptyInput }
         guard cache.layerCount == config.layerCount, cache.kvDim == config.kvDim else {
             throw RuntimeError.cacheShapeMismatch(expectedLayers: config.layerCount, expectedKVDim: config.kvDim,
@@ -88,7 +112,7 @@ public final class Transformer {
         for start in stride(from: 0, to: tokens.count, by: maxBatch) {
             pass(tokens[start ..< min(tokens.count, start + maxBatch)], cache: cache)
         }
-        return workspace.logits
+        return read(workspace.logits)
     }
 
     /// One batched pass over `tokens` (at most `maxBatch`), inputs already checked.

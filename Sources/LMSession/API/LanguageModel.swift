@@ -10,6 +10,9 @@ public final class LoadedModel: Sendable {
     public let tokenizer: Tokenizer
     /// A name for reports (config name or checkpoint file).
     public let name: String
+    /// The one transformer (and its scratch) every session on this model runs on: passes are
+    /// serialised process-wide anyway, so per-session scratch would only cost memory.
+    let transformer: Transformer
 
     /// Bundles weights and a tokenizer.
     /// - Throws: ``LMRuntime/ModelLoadError/vocabularyMismatch(modelVocabSize:tokenizerVocabSize:)``
@@ -22,6 +25,7 @@ public final class LoadedModel: Sendable {
         self.weights = weights
         self.tokenizer = tokenizer
         self.name = name ?? weights.config.name
+        transformer = Transformer(weights: weights)
     }
 }
 

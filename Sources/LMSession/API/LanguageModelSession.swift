@@ -132,7 +132,7 @@ public final class LanguageModelSession: Sendable {
     func engine() throws -> SessionEngine {
         if let engine = engineSlot.withLock({ $0 }) { return engine }
         let created: SessionEngine
-        do { created = try SessionEngine(model: languageModel.loaded()) } catch let error as ModelLoadError {
+        do { created = SessionEngine(model: try languageModel.loaded()) } catch let error as ModelLoadError {
             throw LanguageModelError.runtime(error.description)
         }
         return engineSlot.withLock { slot in

@@ -36,25 +36,34 @@ struct Decoding: Sendable {
     var toolsOffered: Bool
 }
 
-/// The transformer, its KV cache and the renderer of one session; requests run here one at a time.
+/// A session's KV cache and renderer, run on its model's shared transformer; requests run
+/// here one at a time.
 ///
 /// Invariant: the cache always equals a fresh prefill of its own tokens (every mutation
 /// is a truncation or a forward pass), whatever errors or cancellations happen.
+///
+/// Memory follows use: the cache grows in chunks of ``cacheChunk`` positions, and the
+/// transformer's scratch belongs to the model, not the session.
 actor SessionEngine {
     let model: LoadedModel
-    let transformer: Transformer
-    let cache: DenseKVCache
+    let cache: GrowingKVCache
     let renderer: PromptRenderer
+    var transformer: Transformer { model.transformer }
+    /// The last pass's next-token logits, `[1, vocabSize]` (the shared transformer's own are
+    /// overwritten by other sessions' passes).
+    private let logits: Matrix
     private var profileIdentity: String?
     private let clock = ContinuousClock()
 
-    /// Tokens each internal pass processes; bounds scratch memory per session.
-    static let maxBatch = 1024
+    /// Positions the cache grows by: 256 × 24 KiB = 6 MiB on `base`, a short exchange's worth.
+    static let cacheChunk = 256
 
-    init(model: LoadedModel) throws {
+    init(model: LoadedModel) {
         self.model = model
-        transformer = Transformer(weights: model.weights, maxBatch: Self.maxBatch)
-        cache = transformer.makeCache()
+        let c = model.weights.config
+        cache = GrowingKVCache(layerCount: c.layerCount, kvDim: c.kvDim, capacity: c.contextLength,
+                               chunkPositions: Self.cacheChunk)
+        logits = .zeros(rows: 1, cols: c.vocabSize)
         renderer = PromptRenderer(tokenizer: model.tokenizer)
     }
 
@@ -72,7 +81,7 @@ actor SessionEngine {
         let reuse = PrefixReuse.plan(rendered, cache: cache, profileSwitched: profileSwitched, needsLogits: false)
         cache.truncate(to: reuse.kept)
         let suffix = Array(rendered.tokens[reuse.kept...])
-        let duration = try clock.measure { if !suffix.isEmpty { try transformer.forward(suffix, cache: cache) } }
+        let duration = try clock.measure { if !suffix.isEmpty { try transformer.forward(suffix, cache: cache, logits: logits) } }
         return (reuse, suffix.count, duration)
     }
 
@@ -83,8 +92,7 @@ actor SessionEngine {
         let reuse = PrefixReuse.plan(rendered, cache: cache, profileSwitched: profileSwitched, needsLogits: true)
         cache.truncate(to: reuse.kept)
         let suffix = Array(rendered.tokens[reuse.kept...])
-        var logits = Matrix.zeros(rows: 1, cols: 1)
-        let prefill = try clock.measure { logits = try transformer.forward(suffix, cache: cache) }
+        let prefill = try clock.measure { try transformer.forward(suffix, cache: cache, logits: logits) }
         var outcome = RunOutcome(reuse: reuse, inputTokens: rendered.tokens.count, computedTokens: suffix.count,
                                  generated: [], ending: .finished, prefill: prefill, firstToken: nil, decode: .zero, pending: nil)
         var sampler = try Sampler(decoding.strategy, seed: decoding.seed)
@@ -94,7 +102,8 @@ actor SessionEngine {
         let budget = decoding.budget ?? Int.max
         while budget > 0 {
             try Task.checkCancellation()
-            let next = decoding.steering?(outcome.generated) ?? sampler.sample(logits)
+            let next: Int
+            if let forced = decoding.steering?(outcome.generated) { next = forced } else { next = sampler.sample(logits) }
             if outcome.firstToken == nil { outcome.firstToken = started.duration(to: clock.now) }
             if next == renderer.toolCall, callStart == nil, decoding.toolsOffered { callStart = outcome.generated.count }
             if stops.contains(next) {
@@ -114,7 +123,7 @@ actor SessionEngine {
                 outcome.ending = .contextFull
                 break
             }
-            logits = try transformer.forward([next], cache: cache)
+            try transformer.forward([next], cache: cache, logits: logits)
         }
         outcome.decode = decodeStart.duration(to: clock.now)
         return outcome
@@ -125,7 +134,7 @@ actor SessionEngine {
     func close(after last: Int?) throws -> Int {
         let tail = (last.map { [$0] } ?? []) + [renderer.end]
         guard cache.count + tail.count <= min(cache.capacity, contextSize) else { return 0 }
-        try transformer.forward(tail, cache: cache)
+        try transformer.forward(tail, cache: cache, logits: logits)
         return tail.count
     }
 }
