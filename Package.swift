@@ -25,7 +25,7 @@ let package = Package(
         ),
         // The elementwise kernels with AVX2+FMA bodies chosen at run time (no build flags needed).
         .target(name: "CKernels"),
-        .target(name: "LMRuntime", dependencies: ["COpenBLAS", "CKernels"]),
+        .target(name: "LMRuntime", dependencies: ["COpenBLAS", "CKernels", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "LMSession", dependencies: ["LMRuntime", "ResponseCache"]),
         .target(name: "ResponseCache", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "KVScenarios", dependencies: ["LMSession", "LMRuntime", "ResponseCache"]),

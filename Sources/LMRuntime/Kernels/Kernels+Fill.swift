@@ -43,7 +43,11 @@ extension Kernels {
         data.reserveCapacity(data.count + 4 * matrix.rows * matrix.cols)
         for r in 0 ..< matrix.rows {
             let row = UnsafeBufferPointer(start: matrix.base + r * matrix.rowStride, count: matrix.cols)
+            #if _endian(little)
+            data.append(row)   // the in-memory bytes are the file's
+            #else
             for value in row { withUnsafeBytes(of: value.bitPattern.littleEndian) { data.append(contentsOf: $0) } }
+            #endif
         }
     }
 }

@@ -1,0 +1,352 @@
+import Crypto
+import Foundation
+import Synchronization
+
+extension PrefixStore {
+    /// A 256-bit key that encrypts the disk tier's files at rest (AES-GCM).
+    public struct EncryptionKey: Sendable {
+        /// The raw key (kept as bytes: swift-crypto's `SymmetricKey` is not `Sendable`).
+        private let bytes: [UInt8]
+
+        /// A key from 32 bytes the app keeps (in the keychain, say).
+        /// - Throws: ``PrefixStoreError/invalidEncryptionKey(byteCount:)`` for any other length.
+        public init(bytes: [UInt8]) throws {
+            guard bytes.count == 32 else { throw PrefixStoreError.invalidEncryptionKey(byteCount: bytes.count) }
+            self.bytes = bytes
+        }
+
+        /// A new random key (from the system's cryptographically secure generator).
+        public static func random() -> EncryptionKey {
+            var generator = SystemRandomNumberGenerator()
+            // 32 bytes always make a valid key.
+            return try! EncryptionKey(bytes: (0 ..< 32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        }
+
+        var key: SymmetricKey { SymmetricKey(data: bytes) }
+    }
+}
+
+/// The prefix store's files: one per entry, named by its key's hex digest, written atomically
+/// (temporary file, then rename) with mode 0600 in a 0700 directory of the store's own, and
+/// validated in full before use.
+///
+/// File layout (little-endian), version 1:
+///
+/// | offset | size | field |
+/// | --- | --- | --- |
+/// | 0 | 4 | magic `KVPX` |
+/// | 4 | 4 | format version |
+/// | 8 | 4 | flags (1: payload encrypted) |
+/// | 12 | 4 | layer count |
+/// | 16 | 4 | kvDim |
+/// | 20 | 4 | start: first position whose rows the file holds |
+/// | 24 | 4 | end: the prefix's token count |
+/// | 28 | 32 | model fingerprint |
+/// | 60 | 32 | parent key (the entry of `tokens[0..<start]`; zeros when start is 0) |
+/// | 92 | 8 | payload byte count |
+/// | 100 | n | payload: `end` token ids (u32), then rows `[layer][keys, values][end - start][kvDim]` (f32); with encryption, AES-GCM's nonce, ciphertext and tag |
+/// | 100 + n | 32 | SHA-256 of everything before it |
+///
+/// A file is used only if every field agrees with the store (version, model, shape), the sizes
+/// add up, the checksum matches, the payload decrypts under the current key (or is plain when
+/// there is none), and the token ids hash to the file's name. Anything else is a miss: the file
+/// is removed and counted in ``PrefixStore/Statistics/rejectedFiles``.
+final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `state`; writes on `queue`
+    struct Loaded {
+        var parent: PrefixKey?
+        var start: Int
+        var end: Int
+        var rows: FloatBuffer
+    }
+
+    struct Statistics {
+        var writes = 0, writeFailures = 0, evictions = 0, rejectedFiles = 0, removedTemporaryFiles = 0
+        var entryCount = 0, byteCount = 0
+        var lastError: String?
+    }
+
+    private struct State {
+        /// Every entry file: its size and when it was last written or read.
+        var files: [PrefixKey: (bytes: Int, lastUse: Date)] = [:]
+        var statistics = Statistics()
+    }
+
+    static let magic: [UInt8] = Array("KVPX".utf8)
+    static let version: UInt32 = 1
+    static let headerBytes = 100, checksumBytes = 32
+    static let fileExtension = "kvp"
+    static let temporaryPrefix = ".tmp-"
+
+    let directory: URL
+    let fingerprint: ModelFingerprint
+    let layerCount: Int, kvDim: Int
+    let byteLimit: Int
+    let encryptionKey: PrefixStore.EncryptionKey?
+    private let state = Mutex(State())
+    private let queue = DispatchQueue(label: "LMRuntime.PrefixDiskTier")
+
+    /// Opens (creating it, mode 0700) `directory`, removes temporary files left by interrupted
+    /// writes, and indexes the entry files.
+    /// - Throws: ``PrefixStoreError/directoryUnusable(path:reason:)``.
+    init(directory: URL, fingerprint: ModelFingerprint, layerCount: Int, kvDim: Int, byteLimit: Int,
+         encryptionKey: PrefixStore.EncryptionKey?) throws {
+        self.directory = directory
+        self.fingerprint = fingerprint
+        self.layerCount = layerCount
+        self.kvDim = kvDim
+        self.byteLimit = byteLimit
+        self.encryptionKey = encryptionKey
+        let fm = FileManager.default
+        do {
+            try fm.createDirectory(at: directory, withIntermediateDirectories: true,
+                                   attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw PrefixStoreError.directoryUnusable(path: directory.path, reason: "\(error.localizedDescription)")
+        }
+        guard fm.isWritableFile(atPath: directory.path) else {
+            throw PrefixStoreError.directoryUnusable(path: directory.path, reason: "not writable")
+        }
+        let names = (try? fm.contentsOfDirectory(atPath: directory.path)) ?? []
+        var s = State()
+        for name in names {
+            let url = directory.appendingPathComponent(name)
+            if name.hasPrefix(Self.temporaryPrefix) {
+                if (try? fm.removeItem(at: url)) != nil { s.statistics.removedTemporaryFiles += 1 }
+                continue
+            }
+            guard let key = Self.key(fromFileName: name),
+                  let attributes = try? fm.attributesOfItem(atPath: url.path) else { continue }   // not ours: left alone
+            let size = (attributes[.size] as? NSNumber)?.intValue ?? 0
+            s.files[key] = (size, attributes[.modificationDate] as? Date ?? .distantPast)
+        }
+        state.withLock { $0 = s }
+        updateCounts()
+    }
+
+    var statistics: Statistics { state.withLock { $0.statistics } }
+
+    func contains(_ key: PrefixKey) -> Bool { state.withLock { $0.files[key] != nil } }
+
+    func flush() { queue.sync {} }
+
+    /// Removes every entry file.
+    func removeAll() {
+        queue.sync {
+            let keys = state.withLock { Array($0.files.keys) }
+            for key in keys { remove(key) }
+        }
+    }
+
+    /// Writes `entry` in the background (atomically; a failure is counted and reported).
+    func write(_ entry: PrefixStore.Entry, rows: [Matrix]) {
+        queue.async { [self] in
+            do {
+                let data = try encode(entry, rows: rows)
+                let url = fileURL(entry.key)
+                let temporary = directory.appendingPathComponent("\(Self.temporaryPrefix)\(UUID().uuidString).\(Self.fileExtension)")
+                guard FileManager.default.createFile(atPath: temporary.path, contents: nil,
+                                                     attributes: [.posixPermissions: 0o600]) else {
+                    throw PrefixStoreError.directoryUnusable(path: directory.path, reason: "cannot create a file")
+                }
+                do {
+                    let handle = try FileHandle(forWritingTo: temporary)
+                    defer { try? handle.close() }
+                    try handle.write(contentsOf: data)
+                    try handle.synchronize()
+                    try Self.rename(temporary, to: url)
+                } catch {
+                    try? FileManager.default.removeItem(at: temporary)
+                    throw error
+                }
+                state.withLock { s in
+                    s.files[entry.key] = (data.count, Date())
+                    s.statistics.writes += 1
+                }
+                evictOverLimit()
+            } catch {
+                state.withLock { s in
+                    s.statistics.writeFailures += 1
+                    s.statistics.lastError = "writing entry \(entry.key): \(error)"
+                }
+            }
+            updateCounts()
+        }
+    }
+
+    /// Reads and validates the entry for `key`, whose tokens must begin `tokens`; `nil` when the
+    /// file is missing or invalid (an invalid file is removed and reported).
+    func read(_ key: PrefixKey, expecting tokens: [Int]) -> Loaded? {
+        let url = fileURL(key)
+        guard let data = try? Data(contentsOf: url, options: .alwaysMapped) else {
+            state.withLock { _ = $0.files.removeValue(forKey: key) }
+            updateCounts()
+            return nil
+        }
+        do {
+            let loaded = try decode(data, key: key, tokens: tokens)
+            let now = Date()
+            try? FileManager.default.setAttributes([.modificationDate: now], ofItemAtPath: url.path)
+            state.withLock { $0.files[key]?.lastUse = now }
+            return loaded
+        } catch let problem as Problem {
+            if case .otherTokens = problem { return nil }   // a valid file for other tokens (a digest collision): leave it
+            reject(key, reason: problem.description)
+            return nil
+        } catch {
+            reject(key, reason: "\(error)")
+            return nil
+        }
+    }
+
+    // MARK: - Format
+
+    enum Problem: Error, CustomStringConvertible {
+        case invalid(String)
+        case otherTokens
+
+        var description: String {
+            switch self {
+            case let .invalid(reason): reason
+            case .otherTokens: "holds other tokens"
+            }
+        }
+    }
+
+    private func encode(_ entry: PrefixStore.Entry, rows: [Matrix]) throws -> Data {
+        var payload = Data()
+        payload.reserveCapacity(4 * entry.end + entry.byteCount)
+        for token in entry.tokens { Self.append(UInt32(truncatingIfNeeded: token), to: &payload) }
+        for m in rows { Kernels.appendLittleEndianFloats(m, to: &payload) }
+        if let encryptionKey {
+            guard let sealed = try AES.GCM.seal(payload, using: encryptionKey.key).combined else {
+                throw Problem.invalid("AES-GCM gave no combined box")
+            }
+            payload = sealed
+        }
+        var data = Data(Self.magic)
+        for field in [Self.version, encryptionKey == nil ? 0 : 1, UInt32(layerCount), UInt32(kvDim),
+                      UInt32(entry.start), UInt32(entry.end)] { Self.append(field, to: &data) }
+        data.append(contentsOf: fingerprint.bytes)
+        data.append(contentsOf: entry.parent?.bytes ?? [UInt8](repeating: 0, count: 32))
+        Self.append(UInt64(payload.count), to: &data)
+        data.append(payload)
+        data.append(contentsOf: Array(SHA256.hash(data: data)))
+        return data
+    }
+
+    private func decode(_ data: Data, key: PrefixKey, tokens: [Int]) throws -> Loaded {
+        func invalid(_ reason: String) -> Problem { .invalid(reason) }
+        let bytes = [UInt8](data.prefix(Self.headerBytes))
+        guard bytes.count == Self.headerBytes, data.count >= Self.headerBytes + Self.checksumBytes else {
+            throw invalid("truncated: \(data.count) bytes, shorter than a header")
+        }
+        func u32(_ offset: Int) -> Int { (0 ..< 4).reduce(0) { $0 | Int(bytes[offset + $1]) << (8 * $1) } }
+        guard Array(bytes[0 ..< 4]) == Self.magic else { throw invalid("not a prefix-store file (magic)") }
+        guard u32(4) == Int(Self.version) else { throw invalid("format version \(u32(4)), expected \(Self.version)") }
+        let encrypted = u32(8) & 1 == 1
+        guard encrypted == (encryptionKey != nil) else {
+            throw invalid(encrypted ? "encrypted, but no key is set" : "not encrypted, but a key is set")
+        }
+        guard u32(12) == layerCount, u32(16) == kvDim else {
+            throw invalid("shape \(u32(12)) layers × \(u32(16)), expected \(layerCount) × \(kvDim)")
+        }
+        let start = u32(20), end = u32(24)
+        guard start < end, end <= tokens.count else { throw invalid("span \(start)..<\(end) out of range") }
+        guard Array(bytes[28 ..< 60]) == fingerprint.bytes else { throw invalid("written for another model") }
+        let parentBytes = Array(bytes[60 ..< 92])
+        let parent = parentBytes.allSatisfy { $0 == 0 } ? nil : PrefixKey(bytes: parentBytes)
+        guard (start == 0) == (parent == nil) else { throw invalid("parent key disagrees with start \(start)") }
+        let payloadCount = (0 ..< 8).reduce(0) { $0 | Int(bytes[92 + $1]) << (8 * $1) }
+        guard payloadCount >= 0, data.count == Self.headerBytes + payloadCount + Self.checksumBytes else {
+            throw invalid("size \(data.count) bytes, header says \(Self.headerBytes + payloadCount + Self.checksumBytes)")
+        }
+        let body = data.prefix(Self.headerBytes + payloadCount)
+        guard Array(SHA256.hash(data: body)) == [UInt8](data.suffix(Self.checksumBytes)) else {
+            throw invalid("checksum mismatch")
+        }
+        var payload = data.subdata(in: Self.headerBytes ..< Self.headerBytes + payloadCount)
+        if let encryptionKey {
+            do { payload = try AES.GCM.open(AES.GCM.SealedBox(combined: payload), using: encryptionKey.key) } catch {
+                throw invalid("does not decrypt under the current key")
+            }
+        }
+        let rowFloats = 2 * layerCount * kvDim * (end - start)
+        guard payload.count == 4 * end + 4 * rowFloats else {
+            throw invalid("payload \(payload.count) bytes, expected \(4 * end + 4 * rowFloats)")
+        }
+        let payloadBytes = [UInt8](payload.prefix(4 * end))
+        let fileTokens = (0 ..< end).map { i in (0 ..< 4).reduce(0) { $0 | Int(payloadBytes[4 * i + $1]) << (8 * $1) } }
+        guard PrefixKey.keys(fingerprint: fingerprint, tokens: fileTokens, at: [end])[0] == key else {
+            throw invalid("token ids do not hash to the file's name")
+        }
+        guard fileTokens.elementsEqual(tokens[0 ..< end]) else { throw Problem.otherTokens }
+        let rows = FloatBuffer(count: rowFloats)
+        Kernels.loadLittleEndianFloats(from: payload, byteOffset: 4 * end, into: Matrix(buffer: rows, rows: 1, cols: rowFloats))
+        return Loaded(parent: parent, start: start, end: end, rows: rows)
+    }
+
+    // MARK: - Files
+
+    private func fileURL(_ key: PrefixKey) -> URL {
+        directory.appendingPathComponent("\(key).\(Self.fileExtension)")
+    }
+
+    private static func key(fromFileName name: String) -> PrefixKey? {
+        let parts = name.split(separator: ".")
+        guard parts.count == 2, parts[1] == fileExtension, parts[0].count == 64 else { return nil }
+        var bytes: [UInt8] = []
+        var index = parts[0].startIndex
+        while index < parts[0].endIndex {
+            let next = parts[0].index(index, offsetBy: 2)
+            guard let byte = UInt8(parts[0][index ..< next], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = next
+        }
+        return PrefixKey(bytes: bytes)
+    }
+
+    private func reject(_ key: PrefixKey, reason: String) {
+        remove(key)
+        state.withLock { s in
+            s.statistics.rejectedFiles += 1
+            s.statistics.lastError = "entry \(key) rejected: \(reason)"
+        }
+    }
+
+    private func remove(_ key: PrefixKey) {
+        try? FileManager.default.removeItem(at: fileURL(key))
+        state.withLock { _ = $0.files.removeValue(forKey: key) }
+        updateCounts()
+    }
+
+    /// Removes least recently used files until the directory is within the byte limit.
+    private func evictOverLimit() {
+        while true {
+            let victim: PrefixKey? = state.withLock { s in
+                guard s.files.values.map(\.bytes).reduce(0, +) > byteLimit else { return nil }
+                return s.files.min { $0.value.lastUse < $1.value.lastUse }?.key
+            }
+            guard let victim else { return }
+            remove(victim)
+            state.withLock { $0.statistics.evictions += 1 }
+        }
+    }
+
+    private func updateCounts() {
+        state.withLock { s in
+            s.statistics.entryCount = s.files.count
+            s.statistics.byteCount = s.files.values.map(\.bytes).reduce(0, +)
+        }
+    }
+
+    private static func append<T: FixedWidthInteger>(_ value: T, to data: inout Data) {
+        data.append(contentsOf: (0 ..< MemoryLayout<T>.size).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) })
+    }
+
+    private static func rename(_ from: URL, to: URL) throws {
+        guard Foundation.rename(from.path, to.path) == 0 else {
+            throw PrefixStoreError.directoryUnusable(path: to.deletingLastPathComponent().path,
+                                                     reason: "rename failed (errno \(errno))")
+        }
+    }
+}

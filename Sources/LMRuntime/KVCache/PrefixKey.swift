@@ -1,0 +1,41 @@
+import Crypto
+
+/// Names a prefix of token ids on one model: SHA-256 over the model's fingerprint, then the
+/// ids (32-bit little-endian), so the key of `tokens[0..<n]` depends on every token before
+/// `n` and on the weights, as the K/V rows it names do. Never `Hasher` (seeded per process).
+public struct PrefixKey: Hashable, Sendable, CustomStringConvertible {
+    /// The 32 digest bytes.
+    public let bytes: [UInt8]
+
+    /// A key from its 32 bytes (as read from a file header).
+    init?(bytes: [UInt8]) {
+        guard bytes.count == 32 else { return nil }
+        self.bytes = bytes
+    }
+
+    /// Lowercase hex: the file name of the key's entry on disk (no prompt text ever is).
+    public var description: String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    /// The keys of `tokens[0..<b]` for each `b` in `boundaries` (ascending, each `≤ tokens.count`),
+    /// in one pass over the tokens.
+    /// - Complexity: O(max boundary).
+    static func keys(fingerprint: ModelFingerprint, tokens: [Int], at boundaries: [Int]) -> [PrefixKey] {
+        var hash = SHA256()
+        hash.update(data: fingerprint.bytes)
+        var keys: [PrefixKey] = []
+        var hashed = 0
+        var chunk: [UInt8] = []
+        for boundary in boundaries {
+            precondition(boundary >= hashed && boundary <= tokens.count, "boundaries must ascend within the tokens")
+            chunk.removeAll(keepingCapacity: true)
+            for token in tokens[hashed ..< boundary] {
+                let v = UInt32(truncatingIfNeeded: token)
+                chunk += [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)]
+            }
+            hash.update(data: chunk)
+            hashed = boundary
+            keys.append(PrefixKey(bytes: Array(hash.finalize()))!)   // a copy finalises; `hash` keeps going
+        }
+        return keys
+    }
+}

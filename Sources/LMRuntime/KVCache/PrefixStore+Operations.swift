@@ -1,0 +1,227 @@
+import Foundation
+
+extension PrefixStore {
+    /// Extends `cache` with the longest stored prefix of `tokens` that ends at one of
+    /// `boundaries`, copying rows instead of computing them.
+    ///
+    /// The cache must hold a prefix of `tokens` (the caller truncates it to the common
+    /// prefix first); only boundaries beyond `cache.count` count. Memory is searched first,
+    /// then the disk tier for anything longer (a file read from disk joins memory, its
+    /// ancestors with it). A stored entry is used only when its tokens equal the prefix.
+    /// - Parameters:
+    ///   - cache: the sequence's cache, holding `tokens[0..<cache.count]`.
+    ///   - tokens: the sequence's tokens.
+    ///   - boundaries: ascending positions where a stored prefix may end (segment ends).
+    /// - Returns: how many tokens were restored, and from where.
+    /// - Complexity: O(`tokens.count`) to hash, plus copying the restored rows.
+    @discardableResult
+    public func restore(into cache: some KVCache, tokens: [Int], boundaries: [Int]) -> Restored {
+        let have = cache.count
+        precondition(cache.tokens.elementsEqual(tokens.prefix(have)), "the cache must hold a prefix of the tokens")
+        let candidates = Self.candidates(boundaries, above: have, within: tokens.count)
+        guard !candidates.isEmpty, cache.layerCount == layerCount, cache.kvDim == kvDim else { return Restored() }
+        let keys = PrefixKey.keys(fingerprint: fingerprint, tokens: tokens, at: candidates)
+        var found = acquireChain(keys: keys, candidates: candidates, tokens: tokens, above: have)
+        if let disk {
+            let longestInMemory = found?.last?.end ?? have
+            for (boundary, key) in zip(candidates, keys).reversed() where boundary > longestInMemory {
+                guard disk.contains(key) else { continue }
+                if loadChain(from: disk, key: key, tokens: tokens) {
+                    if let found { release(found) }
+                    found = acquireChain(keys: keys, candidates: candidates, tokens: tokens, above: have)
+                    break
+                }
+            }
+        }
+        guard let chain = found, let end = chain.last?.end else { return Restored() }
+        defer { release(chain) }
+        cache.reserve(positions: end)
+        var restored = Restored()
+        for entry in chain {
+            let from = max(entry.start, have)
+            guard from < entry.end else { continue }
+            for layer in 0 ..< layerCount {
+                let (keys, values) = rows(of: entry, layer: layer)
+                Kernels.copy(keys.rows(from - entry.start ..< entry.end - entry.start),
+                             into: cache.keys(layer: layer).rows(from ..< entry.end))
+                Kernels.copy(values.rows(from - entry.start ..< entry.end - entry.start),
+                             into: cache.values(layer: layer).rows(from ..< entry.end))
+            }
+            if entry.loadedFromDisk { restored.fromDisk += entry.end - from } else { restored.fromMemory += entry.end - from }
+        }
+        cache.append(tokens[have ..< end])
+        state.withLock { s in
+            if restored.fromDisk > 0 { s.statistics.diskHits += 1 } else { s.statistics.memoryHits += 1 }
+            s.statistics.tokensFromMemory += restored.fromMemory
+            s.statistics.tokensFromDisk += restored.fromDisk
+            for entry in chain { entry.loadedFromDisk = false }   // from now on it is a memory entry
+        }
+        return restored
+    }
+
+    /// Stores the rows of `cache` up to each of `boundaries` that is not stored yet, each entry
+    /// extending the previous boundary's; with a disk tier, new entries are written in the
+    /// background. A boundary the byte limit has no room for (all else pinned or in use) is
+    /// not stored, nor are the ones after it.
+    /// - Parameters:
+    ///   - cache: the sequence's cache.
+    ///   - boundaries: ascending positions within `cache.count` (segment ends).
+    /// - Complexity: O(`cache.count`) to hash, plus copying the new rows.
+    public func publish(_ cache: some KVCache, boundaries: [Int]) {
+        let tokens = cache.tokens
+        let candidates = Self.candidates(boundaries, above: 0, within: tokens.count)
+        guard !candidates.isEmpty, cache.layerCount == layerCount, cache.kvDim == kvDim else { return }
+        let keys = PrefixKey.keys(fingerprint: fingerprint, tokens: tokens, at: candidates)
+        var written: [Entry] = []
+        state.withLock { s in
+            var parent: Entry?
+            for (boundary, key) in zip(candidates, keys) {
+                if let existing = s.entries[key], existing.tokens.elementsEqual(tokens[0 ..< boundary]) {
+                    s.clock += 1
+                    existing.lastUse = s.clock
+                    parent = existing
+                    continue
+                }
+                let start = parent?.end ?? 0
+                guard makeRoom(for: byteCount(positions: boundary - start), in: &s) else {
+                    s.statistics.refusedInsertions += 1
+                    return
+                }
+                let entry = Entry(key: key, parent: parent?.key, tokens: Array(tokens[0 ..< boundary]), start: start,
+                                  rows: FloatBuffer(count: 2 * layerCount * kvDim * (boundary - start)))
+                for layer in 0 ..< layerCount {
+                    let (keys, values) = rows(of: entry, layer: layer)
+                    Kernels.copy(cache.keys(layer: layer).rows(start ..< boundary), into: keys)
+                    Kernels.copy(cache.values(layer: layer).rows(start ..< boundary), into: values)
+                }
+                insert(entry, in: &s)
+                written.append(entry)
+                parent = entry
+            }
+        }
+        for entry in written { disk?.write(entry, rows: rowViews(of: entry)) }
+    }
+
+    /// Keeps the entry for exactly `tokens` (and so its ancestors) from eviction until as many
+    /// ``unpin(_:)`` calls. Returns `false` when no such entry is stored.
+    @discardableResult
+    public func pin(_ tokens: [Int]) -> Bool { adjustPins(tokens, by: 1) }
+
+    /// Undoes one ``pin(_:)``. Returns `false` when the entry is not stored or not pinned.
+    @discardableResult
+    public func unpin(_ tokens: [Int]) -> Bool { adjustPins(tokens, by: -1) }
+
+    /// The longest stored prefix of `tokens` ending at one of `boundaries`, in memory only
+    /// (for reports and tests; nothing is copied).
+    public func storedPrefixLength(of tokens: [Int], boundaries: [Int]) -> Int {
+        let candidates = Self.candidates(boundaries, above: 0, within: tokens.count)
+        let keys = PrefixKey.keys(fingerprint: fingerprint, tokens: tokens, at: candidates)
+        return state.withLock { s in
+            Array(zip(candidates, keys)).last { s.entries[$1]?.tokens.elementsEqual(tokens[0 ..< $0]) == true }?.0 ?? 0
+        }
+    }
+
+    // MARK: - Machinery
+
+    /// The boundaries in `(above, within]`, ascending and unique.
+    static func candidates(_ boundaries: [Int], above: Int, within: Int) -> [Int] {
+        Array(Set(boundaries.filter { $0 > above && $0 <= within })).sorted()
+    }
+
+    /// Key and value rows of `entry` for `layer`, `[end - start, kvDim]` each.
+    func rows(of entry: Entry, layer: Int) -> (keys: Matrix, values: Matrix) {
+        let n = entry.end - entry.start, size = n * kvDim
+        return (Matrix(buffer: entry.rows, offset: 2 * layer * size, rows: n, cols: kvDim),
+                Matrix(buffer: entry.rows, offset: (2 * layer + 1) * size, rows: n, cols: kvDim))
+    }
+
+    func rowViews(of entry: Entry) -> [Matrix] {
+        (0 ..< layerCount).flatMap { layer -> [Matrix] in let (k, v) = rows(of: entry, layer: layer); return [k, v] }
+    }
+
+    /// The chain of the longest in-memory candidate (root-most first, trimmed to what lies
+    /// beyond `above`), marked as being read; `nil` when none is stored.
+    private func acquireChain(keys: [PrefixKey], candidates: [Int], tokens: [Int], above: Int) -> [Entry]? {
+        state.withLock { s in
+            for (boundary, key) in zip(candidates, keys).reversed() {
+                guard let last = s.entries[key], last.tokens.elementsEqual(tokens[0 ..< boundary]) else { continue }
+                var chain = [last]
+                while let first = chain.first, first.start > above, let parent = first.parent.flatMap({ s.entries[$0] }) {
+                    chain.insert(parent, at: 0)
+                }
+                guard chain[0].start <= above else { continue }   // unreachable while every parent is present
+                s.clock += 1
+                for entry in chain { entry.readers += 1; entry.lastUse = s.clock }
+                return chain
+            }
+            return nil
+        }
+    }
+
+    private func release(_ chain: [Entry]) {
+        state.withLock { _ in for entry in chain { entry.readers -= 1 } }
+    }
+
+    /// Reads the entry for `key` from disk, and its ancestors not in memory, and adds them to
+    /// memory root first. Returns whether the whole chain is now in memory.
+    private func loadChain(from disk: PrefixDiskTier, key: PrefixKey, tokens: [Int]) -> Bool {
+        var pending: [(entry: Entry, data: PrefixDiskTier.Loaded)] = []
+        var next: PrefixKey? = key
+        while let current = next, state.withLock({ $0.entries[current] == nil }) {
+            guard let loaded = disk.read(current, expecting: tokens) else { return false }
+            let entry = Entry(key: current, parent: loaded.parent, tokens: Array(tokens[0 ..< loaded.end]),
+                              start: loaded.start, rows: loaded.rows)
+            entry.loadedFromDisk = true
+            pending.insert((entry, loaded), at: 0)
+            next = loaded.parent
+        }
+        return state.withLock { s in
+            for (entry, _) in pending where s.entries[entry.key] == nil {
+                guard entry.parent.map({ s.entries[$0] != nil }) ?? true,
+                      makeRoom(for: entry.byteCount, in: &s) else {
+                    s.statistics.refusedInsertions += 1
+                    return false
+                }
+                insert(entry, in: &s)
+            }
+            return true
+        }
+    }
+
+    private func insert(_ entry: Entry, in s: inout State) {
+        s.clock += 1
+        entry.lastUse = s.clock
+        s.entries[entry.key] = entry
+        s.byteCount += entry.byteCount
+        if let parent = entry.parent { s.entries[parent]?.children += 1 }
+    }
+
+    /// Evicts least recently used entries until `bytes` more fit; `false` if they cannot.
+    private func makeRoom(for bytes: Int, in s: inout State) -> Bool {
+        guard bytes <= configuration.memoryByteLimit else { return false }
+        while s.byteCount + bytes > configuration.memoryByteLimit {
+            guard evictOne(&s) else { return false }
+            s.statistics.evictions += 1
+        }
+        return true
+    }
+
+    /// Removes the least recently used entry that is a leaf, unpinned and not being read.
+    func evictOne(_ s: inout State) -> Bool {
+        guard let victim = s.entries.values.filter({ $0.children == 0 && $0.pins == 0 && $0.readers == 0 })
+            .min(by: { $0.lastUse < $1.lastUse }) else { return false }
+        s.entries[victim.key] = nil
+        s.byteCount -= victim.byteCount
+        if let parent = victim.parent { s.entries[parent]?.children -= 1 }
+        return true
+    }
+
+    private func adjustPins(_ tokens: [Int], by delta: Int) -> Bool {
+        let key = PrefixKey.keys(fingerprint: fingerprint, tokens: tokens, at: [tokens.count])[0]
+        return state.withLock { s in
+            guard let entry = s.entries[key], entry.tokens == tokens, entry.pins + delta >= 0 else { return false }
+            entry.pins += delta
+            return true
+        }
+    }
+}

@@ -1,0 +1,162 @@
+import Crypto
+import Foundation
+@testable import LMRuntime
+import LMTestSupport
+import Testing
+
+/// The prefix store's disk tier: a new store on the same directory (as after a relaunch)
+/// restores exact rows; every kind of bad file is a miss that is removed and reported.
+struct PrefixDiskTierTests {
+    let base = PrefixStoreTests()
+    var weights: ModelWeights { base.weights }
+
+    func directory() -> URL { Fixtures.temporaryFile("prefix-store") }
+
+    func files(in directory: URL) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()
+    }
+
+    /// Publishes `sequence` at `boundaries` through a store on `directory` and waits for the writes.
+    func persist(_ sequence: [Int], boundaries: [Int], in directory: URL, key: PrefixStore.EncryptionKey? = nil) throws {
+        let store = base.store(directory: directory, key: key)
+        store.publish(try base.filled(sequence, on: base.model), boundaries: boundaries)
+        store.flush()
+        #expect(store.statistics.diskWrites == boundaries.count && store.statistics.diskWriteFailures == 0)
+    }
+
+    @Test func restore_inANewStoreReadsExactRowsFromDisk() throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let sequence = base.tokens(70, seed: 30)
+        try persist(Array(sequence.prefix(60)), boundaries: [25, 60], in: directory)
+        let relaunched = base.store(directory: directory)
+        let (restored, logitError, rowError) = try base.restoreAndCompare(relaunched, sequence, boundaries: [25, 60, 65])
+        #expect(restored == PrefixStore.Restored(fromMemory: 0, fromDisk: 60))
+        #expect(logitError <= 1e-4 && rowError <= 1e-4)
+        #expect(relaunched.checkInvariants() == nil && relaunched.statistics.diskHits == 1)
+        // Read once, the entries are in memory: the next hit does not touch the disk.
+        let again = try base.restoreAndCompare(relaunched, sequence, boundaries: [60])
+        #expect(again.restored == PrefixStore.Restored(fromMemory: 60, fromDisk: 0))
+    }
+
+    @Test func files_arePrivateAndNamedByDigestOnly() throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try persist(base.tokens(30, seed: 31), boundaries: [10, 30], in: directory)
+        let names = files(in: directory)
+        #expect(names.count == 2)
+        #expect(names.allSatisfy { $0.range(of: "^[0-9a-f]{64}\\.kvp$", options: .regularExpression) != nil })
+        let fm = FileManager.default
+        #expect((try fm.attributesOfItem(atPath: directory.path)[.posixPermissions] as? NSNumber)?.intValue == 0o700)
+        for name in names {
+            let mode = try fm.attributesOfItem(atPath: directory.appendingPathComponent(name).path)[.posixPermissions]
+            #expect((mode as? NSNumber)?.intValue == 0o600)
+        }
+    }
+
+    /// Each corruption: the file is ignored and removed, the miss reported, the tokens recomputed
+    /// exactly, and the store stays usable.
+    @Test(arguments: ["truncated", "garbled", "appended", "wrong model", "wrong version", "wrong shape", "renamed"])
+    func read_rejectsABadFileAndRecomputes(fault: String) throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let sequence = base.tokens(40, seed: 32)
+        try persist(Array(sequence.prefix(30)), boundaries: [30], in: directory)
+        let name = try #require(files(in: directory).first)
+        let url = directory.appendingPathComponent(name)
+        var data = try Data(contentsOf: url)
+        func resealed(_ patch: (inout Data) -> Void) -> Data {   // a consistent checksum over a patched header
+            var body = data.prefix(data.count - 32)
+            patch(&body)
+            return body + Data(SHA256.hash(data: body))
+        }
+        switch fault {
+        case "truncated": data = data.prefix(data.count / 2)
+        case "garbled": data[data.count / 2] ^= 0x5A
+        case "appended": data.append(contentsOf: [1, 2, 3])
+        case "wrong model": data = resealed { $0[30] ^= 1 }
+        case "wrong version": data = resealed { $0[4] = 9 }
+        case "wrong shape": data = resealed { $0[16] += 1 }
+        default: break
+        }
+        var target = url
+        let other = base.tokens(30, seed: 99)
+        if fault == "renamed" {   // a valid file under another prefix's name
+            let key = PrefixKey.keys(fingerprint: ModelFingerprint(weights), tokens: other, at: [30])[0]
+            target = directory.appendingPathComponent("\(key).kvp")
+            try FileManager.default.moveItem(at: url, to: target)
+        } else {
+            try data.write(to: target)
+        }
+        let relaunched = base.store(directory: directory)
+        let probe = fault == "renamed" ? other + [1] : sequence
+        let (restored, logitError, rowError) = try base.restoreAndCompare(relaunched, probe, boundaries: [30])
+        #expect(restored.total == 0, "a \(fault) file was used")
+        #expect(logitError <= 1e-4 && rowError <= 1e-4)
+        let statistics = relaunched.statistics
+        #expect(statistics.rejectedFiles == 1 && statistics.lastDiskError?.contains("rejected") == true, "\(fault)")
+        #expect(!FileManager.default.fileExists(atPath: target.path), "a \(fault) file was kept")
+        #expect(relaunched.checkInvariants() == nil)
+    }
+
+    @Test func open_removesTemporaryFilesOfInterruptedWrites() throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let sequence = base.tokens(30, seed: 33)
+        try persist(sequence, boundaries: [30], in: directory)
+        let leftover = directory.appendingPathComponent(".tmp-\(UUID().uuidString).kvp")
+        try Data([1, 2, 3]).write(to: leftover)
+        let foreign = directory.appendingPathComponent("notes.txt")
+        try Data("not ours".utf8).write(to: foreign)
+        let relaunched = base.store(directory: directory)
+        #expect(relaunched.statistics.removedTemporaryFiles == 1)
+        #expect(!FileManager.default.fileExists(atPath: leftover.path))
+        #expect(FileManager.default.fileExists(atPath: foreign.path))   // never touches what is not its own
+        #expect(try base.restoreAndCompare(relaunched, sequence + [1], boundaries: [30]).restored.fromDisk == 30)
+    }
+
+    @Test func open_anUnusableDirectoryLeavesTheStoreInMemory() throws {
+        let file = Fixtures.temporaryFile("not-a-directory")
+        try Data("x".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let store = base.store(directory: file.appendingPathComponent("kv"))
+        #expect(!store.persists)
+        #expect(store.statistics.lastDiskError?.contains("cannot use the directory") == true)
+        let sequence = base.tokens(30, seed: 34)
+        store.publish(try base.filled(sequence, on: base.model), boundaries: [30])
+        #expect(try base.restoreAndCompare(store, sequence + [1], boundaries: [30]).restored.fromMemory == 30)
+    }
+
+    @Test func encryption_readsUnderItsKeyOnlyAndHidesTheTokens() throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = PrefixStore.EncryptionKey.random()
+        let sequence = Array(repeating: 0x41, count: 30)   // a plain file would hold 41 00 00 00 thirty times
+        try persist(sequence, boundaries: [30], in: directory, key: key)
+        let name = try #require(files(in: directory).first)
+        let data = try Data(contentsOf: directory.appendingPathComponent(name))
+        #expect(data.range(of: Data([0x41, 0, 0, 0, 0x41, 0, 0, 0])) == nil)
+        let same = base.store(directory: directory, key: key)
+        #expect(try base.restoreAndCompare(same, sequence + [1], boundaries: [30]).restored.fromDisk == 30)
+        try persist(sequence, boundaries: [30], in: directory, key: key)   // the first store's file was kept; rewrite is a no-op
+        let other = base.store(directory: directory, key: .random())
+        #expect(try base.restoreAndCompare(other, sequence + [1], boundaries: [30]).restored.total == 0)
+        #expect(other.statistics.rejectedFiles == 1 && files(in: directory).isEmpty)
+        #expect(throws: PrefixStoreError.invalidEncryptionKey(byteCount: 5)) { try PrefixStore.EncryptionKey(bytes: [1, 2, 3, 4, 5]) }
+    }
+
+    @Test func write_keepsTheDirectoryWithinItsByteLimit() throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let perFile = 100 + 4 * 20 + 20 * base.rowBytes + 32
+        let store = PrefixStore(weights: weights, configuration: .persistent(in: directory, diskByteLimit: 3 * perFile))
+        for seed in 40 ..< 46 {
+            store.publish(try base.filled(base.tokens(20, seed: UInt64(seed)), on: base.model), boundaries: [20])
+            store.flush()
+            #expect(store.statistics.diskByteCount <= 3 * perFile)
+        }
+        #expect(files(in: directory).count == 3 && store.statistics.diskEvictions == 3)
+        store.removeAll(includingDisk: true)
+        #expect(files(in: directory).isEmpty && store.statistics.entryCount == 0)
+    }
+}

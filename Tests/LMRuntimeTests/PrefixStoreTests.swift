@@ -1,0 +1,123 @@
+import Foundation
+@testable import LMRuntime
+import LMTestSupport
+import Testing
+
+/// The shared prefix store: exact rows on every hit, a tree of shared spans, limits, pins, and
+/// the disk tier's validation. `checkInvariants()` runs after every mutation.
+struct PrefixStoreTests {
+    let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(contextLength: 128))
+    var model: Transformer { Transformer(weights: weights) }
+    var rowBytes: Int { 2 * weights.config.layerCount * weights.config.kvDim * 4 }
+
+    func tokens(_ count: Int, seed: UInt64) -> [Int] {
+        Fixtures.tokens(count: count, vocabSize: weights.config.vocabSize, seed: seed)
+    }
+
+    /// A cache holding a fresh prefill of `tokens`.
+    func filled(_ tokens: [Int], on model: Transformer) throws -> GrowingKVCache {
+        let cache = GrowingKVCache(layerCount: weights.config.layerCount, kvDim: weights.config.kvDim,
+                                   capacity: weights.config.contextLength, chunkPositions: 16)
+        try model.forward(tokens, cache: cache)
+        return cache
+    }
+
+    func emptyCache() -> GrowingKVCache {
+        GrowingKVCache(layerCount: weights.config.layerCount, kvDim: weights.config.kvDim,
+                       capacity: weights.config.contextLength, chunkPositions: 16)
+    }
+
+    func store(limit: Int = 1 << 30, directory: URL? = nil, key: PrefixStore.EncryptionKey? = nil) -> PrefixStore {
+        let configuration = directory.map { PrefixStore.Configuration.persistent(in: $0, memoryByteLimit: limit, encryptionKey: key) }
+            ?? .memoryOnly(memoryByteLimit: limit)
+        return PrefixStore(weights: weights, configuration: configuration)
+    }
+
+    /// Restores into an empty cache, prefills the rest, and returns how far the logits and rows
+    /// are from a fresh prefill of `tokens` (the cache-exactness invariant).
+    func restoreAndCompare(_ store: PrefixStore, _ tokens: [Int], boundaries: [Int], have: Int = 0) throws
+        -> (restored: PrefixStore.Restored, logitError: Float, rowError: Float) {
+        let model = model
+        let cache = have > 0 ? try filled(Array(tokens.prefix(have)), on: model) : emptyCache()
+        let restored = store.restore(into: cache, tokens: tokens, boundaries: boundaries)
+        #expect(cache.tokens == Array(tokens.prefix(cache.count)))
+        let logits = try model.forward(Array(tokens[cache.count...]), cache: cache).toArray()
+        let fresh = try model.forward(tokens, cache: model.makeCache()).toArray()
+        return (restored, Fixtures.maxRelativeError(logits, fresh), try cache.deviationFromFreshPrefill(model).maxRelativeError)
+    }
+
+    @Test(arguments: [0, 1, 7, 20])
+    func restore_fromMemoryGivesTheLogitsOfAFreshPrefill(have: Int) throws {
+        let store = store()
+        let sequence = tokens(60, seed: 1)
+        store.publish(try filled(Array(sequence.prefix(45)), on: model), boundaries: [20, 45])
+        #expect(store.checkInvariants() == nil)
+        let (restored, logitError, rowError) = try restoreAndCompare(store, sequence, boundaries: [10, 20, 45, 55], have: have)
+        #expect(restored == PrefixStore.Restored(fromMemory: 45 - have, fromDisk: 0))
+        #expect(logitError <= 1e-4 && rowError <= 1e-4)
+        #expect(store.statistics.memoryHits == 1 && store.statistics.readerCount == 0)
+    }
+
+    @Test func restore_usesOnlyBoundariesAndEntriesOfTheSameTokens() throws {
+        let store = store()
+        let sequence = tokens(50, seed: 2)
+        store.publish(try filled(sequence, on: model), boundaries: [30])
+        var other = sequence
+        other[29] = (other[29] + 1) % weights.config.vocabSize          // differs inside the stored prefix
+        #expect(try restoreAndCompare(store, other, boundaries: [30, 40]).restored.total == 0)
+        #expect(try restoreAndCompare(store, sequence, boundaries: [25, 40]).restored.total == 0)   // 30 is not a boundary now
+        #expect(try restoreAndCompare(store, Array(sequence.prefix(30)) + [7], boundaries: [30]).restored.total == 30)
+    }
+
+    @Test func publish_storesASharedPrefixOnce() throws {
+        let store = store()
+        let shared = tokens(20, seed: 3)
+        let a = shared + tokens(15, seed: 4), b = shared + tokens(25, seed: 5)
+        store.publish(try filled(a, on: model), boundaries: [20, 35])
+        store.publish(try filled(b, on: model), boundaries: [20, 45])
+        #expect(store.checkInvariants() == nil)
+        #expect(store.statistics.entryCount == 3)
+        #expect(store.statistics.byteCount == (20 + 15 + 25) * rowBytes)
+        for sequence in [a, b] {
+            let (restored, logitError, rowError) = try restoreAndCompare(store, sequence + [1], boundaries: [20, sequence.count])
+            #expect(restored.fromMemory == sequence.count && logitError <= 1e-4 && rowError <= 1e-4)
+        }
+    }
+
+    @Test func publish_evictsLeastRecentlyUsedLeavesWithinTheLimit() throws {
+        let store = store(limit: 50 * rowBytes)
+        let sequences = (0 ..< 4).map { tokens(20, seed: 10 + UInt64($0)) }
+        for (i, sequence) in sequences.enumerated() {
+            store.publish(try filled(sequence, on: model), boundaries: [20])
+            #expect(store.checkInvariants() == nil)
+            #expect(store.statistics.byteCount <= 50 * rowBytes)
+            if i == 1 || i == 2 { _ = try restoreAndCompare(store, sequences[0] + [1], boundaries: [20]) }   // 0 is used again
+        }
+        // Two fit: 0 (used after every publish) and 3 (newest); 1 then 2 were least recently used.
+        #expect(store.statistics.evictions == 2)
+        let stored = sequences.map { store.storedPrefixLength(of: $0, boundaries: [20]) }
+        #expect(stored == [20, 0, 0, 20])
+    }
+
+    @Test func pin_keepsAnEntryAndRefusesWhatDoesNotFit() throws {
+        let store = store(limit: 40 * rowBytes)
+        let first = tokens(20, seed: 20), second = tokens(20, seed: 21), third = tokens(20, seed: 22)
+        store.publish(try filled(first, on: model), boundaries: [20])
+        #expect(store.pin(first) && store.pin(first))
+        #expect(!store.pin(Array(first.prefix(10))))            // no entry for exactly these tokens
+        store.publish(try filled(second, on: model), boundaries: [20])
+        store.publish(try filled(third, on: model), boundaries: [20])   // evicts second, never the pinned first
+        #expect(store.checkInvariants() == nil)
+        #expect(store.storedPrefixLength(of: first, boundaries: [20]) == 20)
+        #expect(store.storedPrefixLength(of: second, boundaries: [20]) == 0)
+        let big = tokens(30, seed: 23)
+        #expect(store.pin(third))
+        store.publish(try filled(big, on: model), boundaries: [30])     // 30 rows cannot fit beside two pins
+        #expect(store.statistics.refusedInsertions == 1 && store.statistics.byteCount <= 40 * rowBytes)
+        #expect(store.unpin(first) && store.unpin(first) && !store.unpin(first) && store.unpin(third))
+        store.publish(try filled(big, on: model), boundaries: [30])
+        #expect(store.storedPrefixLength(of: big, boundaries: [30]) == 30)
+        #expect(store.storedPrefixLength(of: first, boundaries: [20]) == 0)
+        #expect(store.checkInvariants() == nil)
+    }
+}
