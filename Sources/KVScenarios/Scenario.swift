@@ -10,7 +10,24 @@ public struct Scenario: Sendable {
     public let group: Int
     /// One-line description.
     public let title: String
+    /// The shared prefix store its sessions get: off for the scenarios about one session's own
+    /// cache, so they show exactly that; on for those about sharing and relaunching.
+    let prefixStore: PrefixStore.Configuration
     let body: @Sendable (ScenarioContext) async throws -> Void
+
+    init(name: String, group: Int, title: String, prefixStore: PrefixStore.Configuration = .off,
+         body: @escaping @Sendable (ScenarioContext) async throws -> Void) {
+        self.name = name
+        self.group = group
+        self.title = title
+        self.prefixStore = prefixStore
+        self.body = body
+    }
+}
+
+extension PrefixStore.Configuration {
+    /// No sharing between sessions: nothing fits in zero bytes.
+    static let off = PrefixStore.Configuration.memoryOnly(memoryByteLimit: 0)
 }
 
 /// What a scenario body uses: the model, options for each turn, and a recorder.
@@ -97,9 +114,15 @@ public struct ScenarioRunner: Sendable {
     }
 
     /// Runs `scenario`, calling `onTurn` after each turn.
+    ///
+    /// Each scenario runs on a model of its own (the same weights and tokenizer) with the
+    /// scenario's prefix store, so no scenario sees what another computed.
     public func run(_ scenario: Scenario, onTurn: @escaping @Sendable (ScenarioTurn) -> Void = { _ in }) async throws -> ScenarioResult {
-        let config = try model.loaded().weights.config
-        let context = ScenarioContext(model: model, turns: turns, seed: seed, responseTokens: responseTokens,
+        let loaded = try model.loaded()
+        let config = loaded.weights.config
+        let isolated = SystemLanguageModel(try LoadedModel(weights: loaded.weights, tokenizer: loaded.tokenizer,
+                                                           name: loaded.name, prefixStore: scenario.prefixStore))
+        let context = ScenarioContext(model: isolated, turns: turns, seed: seed, responseTokens: responseTokens,
                                       projector: Projector(config: config, devices: devices),
                                       scenario: scenario.name, onTurn: onTurn)
         try await scenario.body(context)

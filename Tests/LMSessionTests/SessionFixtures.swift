@@ -5,8 +5,10 @@ import LMTestSupport
 import Synchronization
 import Testing
 
-/// The bundled `tiny` model, loaded once for every session test.
-let tinyModel = SystemLanguageModel(named: "tiny")
+/// The bundled `tiny` model, loaded once for every session test, with the shared prefix store off:
+/// these tests pin what one session's own cache does, and sessions of parallel tests must not
+/// see each other's rows. The store's own tests make models of their own.
+let tinyModel = SystemLanguageModel(named: "tiny", prefixStore: .memoryOnly(memoryByteLimit: 0))
 let tokenizer = Fixtures.bundledTokenizer
 
 /// Token counts computed from the tokenizer alone (independent of the renderer).

@@ -58,8 +58,11 @@ public final class PrefixStore: Sendable {
 
         /// What a model gets unless told otherwise: memory only, or persistent in the directory
         /// that ``directoryEnvironmentVariable`` names.
-        public static var standard: Configuration {
-            if let path = ProcessInfo.processInfo.environment[directoryEnvironmentVariable], !path.isEmpty {
+        public static var standard: Configuration { standard(environment: ProcessInfo.processInfo.environment) }
+
+        /// ``standard`` as it reads `environment`.
+        public static func standard(environment: [String: String]) -> Configuration {
+            if let path = environment[directoryEnvironmentVariable], !path.isEmpty {
                 return .persistent(in: URL(fileURLWithPath: path))
             }
             return .memoryOnly()
@@ -79,6 +82,12 @@ public final class PrefixStore: Sendable {
         public var fromDisk = 0
         /// All restored tokens.
         public var total: Int { fromMemory + fromDisk }
+
+        /// Counts of restored tokens (none by default).
+        public init(fromMemory: Int = 0, fromDisk: Int = 0) {
+            self.fromMemory = fromMemory
+            self.fromDisk = fromDisk
+        }
     }
 
     /// Counters since the store was made.

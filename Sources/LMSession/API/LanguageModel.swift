@@ -13,11 +13,23 @@ public final class LoadedModel: Sendable {
     /// The one transformer (and its scratch) every session on this model runs on: passes are
     /// serialised process-wide anyway, so per-session scratch would only cost memory.
     let transformer: Transformer
+    /// K/V of prefixes shared by every session on this model (and, with a directory, across
+    /// launches): a session whose rendered tokens begin with a stored prefix copies its rows
+    /// instead of computing them.
+    public let prefixStore: PrefixStore
 
     /// Bundles weights and a tokenizer.
+    /// - Parameters:
+    ///   - weights: the model.
+    ///   - tokenizer: its tokenizer.
+    ///   - name: a name for reports (default: the config's).
+    ///   - prefixStore: limits and the optional directory of the shared prefix store (default:
+    ///     memory only, or persistent where `KVSESSION_KV_CACHE_DIR` names a directory);
+    ///     `.memoryOnly(memoryByteLimit: 0)` turns sharing off.
     /// - Throws: ``LMRuntime/ModelLoadError/vocabularyMismatch(modelVocabSize:tokenizerVocabSize:)``
     ///   when they disagree.
-    public init(weights: ModelWeights, tokenizer: Tokenizer, name: String? = nil) throws {
+    public init(weights: ModelWeights, tokenizer: Tokenizer, name: String? = nil,
+                prefixStore: PrefixStore.Configuration = .standard) throws {
         guard weights.config.vocabSize == tokenizer.vocabSize else {
             throw ModelLoadError.vocabularyMismatch(modelVocabSize: weights.config.vocabSize,
                                                     tokenizerVocabSize: tokenizer.vocabSize)
@@ -26,6 +38,7 @@ public final class LoadedModel: Sendable {
         self.tokenizer = tokenizer
         self.name = name ?? weights.config.name
         transformer = Transformer(weights: weights)
+        self.prefixStore = PrefixStore(weights: weights, configuration: prefixStore)
     }
 }
 
@@ -59,16 +72,30 @@ public final class SystemLanguageModel: LanguageModel {
     }
 
     private let source: Source
+    private let storeConfiguration: PrefixStore.Configuration
     private let cache = Mutex<Result<LoadedModel, ModelLoadError>?>(nil)
 
     /// A bundled model by config name (`tiny`, `small`, `base`).
-    public init(named name: String) { source = .bundled(name) }
+    /// - Parameters:
+    ///   - name: the config's name.
+    ///   - prefixStore: the shared prefix store's limits and optional directory (see
+    ///     ``LoadedModel/init(weights:tokenizer:name:prefixStore:)``).
+    public init(named name: String, prefixStore: PrefixStore.Configuration = .standard) {
+        source = .bundled(name)
+        storeConfiguration = prefixStore
+    }
 
     /// A llama2.c checkpoint and tokenizer.
-    public init(checkpoint: URL, tokenizer: URL) { source = .checkpoint(checkpoint, tokenizer: tokenizer) }
+    public init(checkpoint: URL, tokenizer: URL, prefixStore: PrefixStore.Configuration = .standard) {
+        source = .checkpoint(checkpoint, tokenizer: tokenizer)
+        storeConfiguration = prefixStore
+    }
 
-    /// An already loaded model.
-    public init(_ model: LoadedModel) { source = .loaded(model) }
+    /// An already loaded model (with the store it was made with).
+    public init(_ model: LoadedModel) {
+        source = .loaded(model)
+        storeConfiguration = model.prefixStore.configuration
+    }
 
     /// Loads the model on first call; later calls return the same instance.
     /// - Throws: ``LMRuntime/ModelLoadError`` when the model cannot be loaded (and again on every call).
@@ -88,10 +115,12 @@ public final class SystemLanguageModel: LanguageModel {
         case let .bundled(name):
             let catalog = ModelCatalog.bundled
             let config = try catalog.config(named: name)
-            return try LoadedModel(weights: catalog.weights(for: config), tokenizer: catalog.tokenizer(for: config))
+            return try LoadedModel(weights: catalog.weights(for: config), tokenizer: catalog.tokenizer(for: config),
+                                   prefixStore: storeConfiguration)
         case let .checkpoint(model, tokenizer):
             let weights = try ModelWeights.checkpoint(at: model)
-            return try LoadedModel(weights: weights, tokenizer: Tokenizer(contentsOf: tokenizer, vocabSize: weights.config.vocabSize))
+            return try LoadedModel(weights: weights, tokenizer: Tokenizer(contentsOf: tokenizer, vocabSize: weights.config.vocabSize),
+                                   prefixStore: storeConfiguration)
         case let .loaded(model):
             return model
         }

@@ -60,6 +60,18 @@ extension LanguageModelSession {
         }
     }
 
+    /// Keeps the K/V of this session's instructions and tool definitions in the model's shared
+    /// prefix store until ``unpinInstructions()``, so every later session with the same ones
+    /// starts from them however much else the store holds. Call it after a request or a
+    /// finished ``prewarm(promptPrefix:)``, when those rows have been computed.
+    /// - Returns: whether they were stored (and are now pinned).
+    @discardableResult
+    public func pinInstructions() async throws -> Bool { try await engine().pinPreamble(true) }
+
+    /// Undoes one ``pinInstructions()``; returns whether a pin was removed.
+    @discardableResult
+    public func unpinInstructions() async throws -> Bool { try await engine().pinPreamble(false) }
+
     /// Waits until a ``prewarm(promptPrefix:)`` started earlier has finished (returns at once
     /// when none is running). Apps need not call it: a request waits by itself. Benchmarks do,
     /// to model a user who is still typing while the cache warms.
@@ -133,7 +145,10 @@ extension LanguageModelSession {
                 throw LanguageModelError.runtime(error.description)
             }
             if round == 0 {
-                usage.input = .init(totalTokenCount: outcome.inputTokens, cachedTokenCount: outcome.reuse.kept)
+                usage.input = .init(totalTokenCount: outcome.inputTokens, cachedTokenCount: outcome.reuse.cached)
+                usage.input.cachedFromSessionCount = outcome.reuse.kept
+                usage.input.cachedFromSharedStoreCount = outcome.reuse.restored.fromMemory
+                usage.input.cachedFromDiskCount = outcome.reuse.restored.fromDisk
                 invalidation = outcome.reuse.report
                 usage.timeToFirstToken = outcome.firstToken ?? started.duration(to: .now)
             }
@@ -161,7 +176,9 @@ extension LanguageModelSession {
                 promptTokenCount: outcome.inputTokens, responseBudget: reserved))
         }
         // Run the last token and the closing marker so the cache holds the turn as it will render.
-        _ = try await engine.close(after: outcome.pending)
+        if try await engine.close(after: outcome.pending) > 0 {
+            await engine.publish(rendered, turnEnded: true)   // the turn is complete in the cache: share it
+        }
         // 7. Append to the transcript, run onResponse (which may rewrite the history), publish usage.
         let entries = added + [.response(response)]
         record(profile: profile, components: components, added: entries, usage: usage)

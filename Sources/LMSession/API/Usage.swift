@@ -1,55 +1,3 @@
-/// Where and why a request stopped reusing the KV cache.
-public struct InvalidationReport: Sendable, Equatable, CustomStringConvertible {
-    /// Why cached tokens were not reused.
-    public enum Reason: String, Sendable, Equatable {
-        /// The rendered tokens differ from the cached ones at ``InvalidationReport/position``.
-        case prefixChanged
-        /// The cache held nothing (a new or rehydrated session).
-        case emptyCache
-        /// The active profile changed: the session deliberately starts over.
-        case profileSwitch
-    }
-
-    /// A part of the rendered request.
-    public enum Segment: Sendable, Equatable, CustomStringConvertible {
-        /// Instruction text number `index` (0-based, declaration order).
-        case instructions(index: Int)
-        /// The definition of the tool with this name.
-        case toolDefinition(name: String)
-        /// History entry number `index` (0-based, after the instructions) of the given kind.
-        case transcriptEntry(index: Int, kind: String)
-        /// The new prompt.
-        case prompt
-        /// The marker that opens the response.
-        case responseHeader
-
-        /// A short phrase naming the segment.
-        public var description: String {
-            switch self {
-            case let .instructions(index): "instructions (text \(index))"
-            case let .toolDefinition(name): "tool definition '\(name)'"
-            case let .transcriptEntry(index, kind): "transcript entry \(index) (\(kind))"
-            case .prompt: "the new prompt"
-            case .responseHeader: "the response header"
-            }
-        }
-    }
-
-    /// The first recomputed token position.
-    public var position: Int
-    /// The segment that position falls in.
-    public var segment: Segment
-    /// Why the cache was not reused from there on.
-    public var reason: Reason
-    /// Cached tokens thrown away.
-    public var discardedTokenCount: Int
-
-    /// One line, e.g. `recomputed from token 12 (instructions (text 0)): prefix changed, 80 cached tokens discarded`.
-    public var description: String {
-        "recomputed from token \(position) (\(segment)): \(reason.rawValue), \(discardedTokenCount) cached tokens discarded"
-    }
-}
-
 extension LanguageModelSession {
     /// Token counts and timings of a request (or, as ``LanguageModelSession/usage``, of a whole session).
     public struct Usage: Sendable, Equatable {
@@ -57,8 +5,23 @@ extension LanguageModelSession {
         public struct Input: Sendable, Equatable {
             /// Tokens the request rendered (instructions, tools, history, prompt, response header).
             public var totalTokenCount: Int
-            /// Of those, tokens reused from the KV cache.
+            /// Of those, tokens not computed: reused from the session's own KV cache or restored
+            /// from the model's shared prefix store (the three counts below add up to it).
             public var cachedTokenCount: Int
+            /// Cached tokens the session's own KV cache already held.
+            public var cachedFromSessionCount = 0
+            /// Cached tokens copied from the shared prefix store's memory (computed by another
+            /// session on the same model, or by this one before its cache was invalidated).
+            public var cachedFromSharedStoreCount = 0
+            /// Cached tokens read from the store's disk tier (computed in an earlier launch).
+            public var cachedFromDiskCount = 0
+
+            /// Counts with nothing cached from the store.
+            public init(totalTokenCount: Int, cachedTokenCount: Int) {
+                self.totalTokenCount = totalTokenCount
+                self.cachedTokenCount = cachedTokenCount
+                cachedFromSessionCount = cachedTokenCount
+            }
         }
 
         /// Output token counts.
@@ -100,6 +63,9 @@ extension LanguageModelSession {
             var sum = a
             sum.input.totalTokenCount += b.input.totalTokenCount
             sum.input.cachedTokenCount += b.input.cachedTokenCount
+            sum.input.cachedFromSessionCount += b.input.cachedFromSessionCount
+            sum.input.cachedFromSharedStoreCount += b.input.cachedFromSharedStoreCount
+            sum.input.cachedFromDiskCount += b.input.cachedFromDiskCount
             sum.output.totalTokenCount += b.output.totalTokenCount
             sum.computedTokenCount += b.computedTokenCount
             sum.prefillDuration += b.prefillDuration

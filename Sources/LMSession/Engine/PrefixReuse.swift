@@ -1,13 +1,26 @@
 import LMRuntime
 
-/// The decision of how much of the KV cache a rendered request keeps.
+/// The decision of how much of the KV cache a rendered request keeps, and what the model's
+/// shared prefix store added after it.
 struct PrefixReuse: Equatable {
-    /// Tokens kept from the cache.
+    /// Tokens kept from the session's own cache.
     var kept: Int
     /// Tokens the cache held beyond `kept` that are thrown away.
     var discarded: Int
     /// Why, when anything was not reused.
     var report: InvalidationReport?
+    /// Tokens after `kept` copied from the shared prefix store instead of computed.
+    var restored = PrefixStore.Restored()
+
+    /// Tokens not computed: kept plus restored.
+    var cached: Int { kept + restored.total }
+
+    /// Records what the store restored after `kept`, in the report too.
+    mutating func record(_ restored: PrefixStore.Restored) {
+        self.restored = restored
+        report?.restoredFromSharedStoreCount = restored.fromMemory
+        report?.restoredFromDiskCount = restored.fromDisk
+    }
 
     /// Compares `rendered` with what `cache` holds.
     ///

@@ -16,6 +16,31 @@ struct RenderedPrompt: Sendable, Equatable {
         spans.first { $0.range.contains(position) }?.segment ?? spans.last?.segment ?? .prompt
     }
 
+    /// Where each segment ends: the positions a stored prefix may end at.
+    var boundaries: [Int] { spans.map(\.range.upperBound) }
+
+    /// Where the prefix store keeps entries: the end of the instructions and tool definitions
+    /// (shared by every session with the same ones) and the end of each response (a turn).
+    var publishBoundaries: [Int] {
+        spans.filter {
+            switch $0.segment {
+            case .instructions, .toolDefinition: $0.range.upperBound == preambleEnd
+            case let .transcriptEntry(_, kind): kind == "response"
+            case .prompt, .responseHeader: false
+            }
+        }.map(\.range.upperBound)
+    }
+
+    /// The end of the instructions and tool definitions.
+    var preambleEnd: Int {
+        spans.last {
+            switch $0.segment {
+            case .instructions, .toolDefinition: true
+            default: false
+            }
+        }?.range.upperBound ?? 0
+    }
+
     mutating func append(_ tokens: [Int], as segment: InvalidationReport.Segment) {
         let start = self.tokens.count
         self.tokens += tokens

@@ -53,6 +53,8 @@ actor SessionEngine {
     /// overwritten by other sessions' passes).
     private let logits: Matrix
     private var profileIdentity: String?
+    /// The instructions and tool definitions of the last request, as tokens (what ``pinPreamble(_:)`` pins).
+    private var preamble: [Int] = []
     private let clock = ContinuousClock()
 
     /// Positions the cache grows by: 256 × 24 KiB = 6 MiB on `base`, a short exchange's worth.
@@ -76,22 +78,41 @@ actor SessionEngine {
         return profileIdentity.map { $0 != identity } ?? false
     }
 
-    /// Brings the cache to `tokens` by reusing the common prefix and prefilling the rest (prewarm).
+    /// Brings the cache to `tokens` by reusing the common prefix and prefilling the rest (prewarm),
+    /// then publishes what it computed.
     func prefill(_ rendered: RenderedPrompt, profileSwitched: Bool) throws -> (reuse: PrefixReuse, computed: Int, duration: Duration) {
-        let reuse = PrefixReuse.plan(rendered, cache: cache, profileSwitched: profileSwitched, needsLogits: false)
-        cache.truncate(to: reuse.kept)
-        let suffix = Array(rendered.tokens[reuse.kept...])
+        let reuse = reuse(rendered, profileSwitched: profileSwitched, needsLogits: false)
+        let suffix = Array(rendered.tokens[cache.count...])
         let duration = try clock.measure { if !suffix.isEmpty { try transformer.forward(suffix, cache: cache, logits: logits) } }
+        publish(rendered, turnEnded: false)
         return (reuse, suffix.count, duration)
+    }
+
+    /// Step 4: keeps the longest common prefix of the cache, then extends it from the model's
+    /// shared prefix store (memory, then disk) where that holds more of the rendered tokens.
+    private func reuse(_ rendered: RenderedPrompt, profileSwitched: Bool, needsLogits: Bool) -> PrefixReuse {
+        var reuse = PrefixReuse.plan(rendered, cache: cache, profileSwitched: profileSwitched, needsLogits: needsLogits)
+        cache.truncate(to: reuse.kept)
+        let usable = needsLogits ? rendered.tokens.count - 1 : rendered.tokens.count
+        reuse.record(model.prefixStore.restore(into: cache, tokens: rendered.tokens,
+                                               boundaries: rendered.boundaries.filter { $0 <= usable }))
+        return reuse
+    }
+
+    /// Publishes the cache to the shared store at the end of the instructions and of each
+    /// response `rendered` holds, and at the cache's end when a turn has just ended there.
+    func publish(_ rendered: RenderedPrompt, turnEnded: Bool) {
+        preamble = Array(rendered.tokens.prefix(rendered.preambleEnd))
+        let boundaries = rendered.publishBoundaries + (turnEnded ? [cache.count] : [])
+        model.prefixStore.publish(cache, boundaries: boundaries.filter { $0 <= cache.count })
     }
 
     /// Reuses the cache for `rendered`, prefills the rest, then decodes until a stop marker,
     /// a tool call, the budget, or the context window. Checks for cancellation between tokens.
     func run(_ rendered: RenderedPrompt, profileSwitched: Bool, decoding: Decoding, started: ContinuousClock.Instant,
              onToken: @Sendable ([Int]) -> Void) throws -> RunOutcome {
-        let reuse = PrefixReuse.plan(rendered, cache: cache, profileSwitched: profileSwitched, needsLogits: true)
-        cache.truncate(to: reuse.kept)
-        let suffix = Array(rendered.tokens[reuse.kept...])
+        let reuse = reuse(rendered, profileSwitched: profileSwitched, needsLogits: true)
+        let suffix = Array(rendered.tokens[cache.count...])
         let prefill = try clock.measure { try transformer.forward(suffix, cache: cache, logits: logits) }
         var outcome = RunOutcome(reuse: reuse, inputTokens: rendered.tokens.count, computedTokens: suffix.count,
                                  generated: [], ending: .finished, prefill: prefill, firstToken: nil, decode: .zero, pending: nil)
@@ -127,6 +148,12 @@ actor SessionEngine {
         }
         outcome.decode = decodeStart.duration(to: clock.now)
         return outcome
+    }
+
+    /// Pins (or unpins) the last request's instructions and tool definitions in the shared store.
+    func pinPreamble(_ pin: Bool) -> Bool {
+        guard !preamble.isEmpty else { return false }
+        return pin ? model.prefixStore.pin(preamble) : model.prefixStore.unpin(preamble)
     }
 
     /// Runs the response's closing tokens (`last`, then `<|end|>`) so the cache holds the whole

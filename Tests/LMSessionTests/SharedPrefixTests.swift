@@ -1,0 +1,142 @@
+import Foundation
+@testable import LMSession
+import LMRuntime
+import LMTestSupport
+import Testing
+
+/// Sessions sharing K/V through their model's prefix store, in one process and across a relaunch.
+/// Each test makes a model of its own (same weights), so no other test's sessions are seen.
+struct SharedPrefixTests {
+    static let instructions = "You are a running coach. Give one short, specific focus for the next run."
+
+    static func model(_ store: PrefixStore.Configuration = .memoryOnly()) throws -> SystemLanguageModel {
+        let tiny = try tinyModel.loaded()
+        return SystemLanguageModel(try LoadedModel(weights: tiny.weights, tokenizer: tiny.tokenizer, prefixStore: store))
+    }
+
+    @Test func firstRequest_ofANewSessionRestoresInstructionsAnotherComputed() async throws {
+        let model = try Self.model()
+        let first = LanguageModelSession(model: model, instructions: Self.instructions)
+        let a = try await first.respond(to: "Focus for error type 1?", options: short())
+        #expect(a.usage.input.cachedTokenCount == 0)
+        let instructions = Count.instructions([Self.instructions])
+        for i in 2 ... 4 {
+            let session = LanguageModelSession(model: model, instructions: Self.instructions)
+            let r = try await session.respond(to: "Focus for error type \(i)?", options: short())
+            #expect(r.usage.input.cachedTokenCount == instructions)
+            #expect(r.usage.input.cachedFromSharedStoreCount == instructions && r.usage.input.cachedFromSessionCount == 0)
+            #expect(r.usage.computedTokenCount == r.usage.input.totalTokenCount - instructions)
+            #expect(r.invalidation?.reason == .emptyCache && r.invalidation?.recomputedFrom == instructions)
+            try await session.expectCacheExact()
+        }
+        let store = try model.loaded().prefixStore
+        #expect(store.checkInvariants() == nil && store.statistics.readerCount == 0)
+    }
+
+    @Test func rehydrated_firstRequestRestoresTheWholeTranscript() async throws {
+        let model = try Self.model()
+        let original = LanguageModelSession(model: model, instructions: Self.instructions)
+        for prompt in ["Plan my week.", "And the long run?"] { _ = try await original.respond(to: prompt, options: short()) }
+        let held = try await original.cachedTokens
+        let saved = try JSONDecoder().decode(Transcript.self, from: JSONEncoder().encode(original.transcript))
+        let session = LanguageModelSession(model: model, transcript: saved)
+        let r = try await session.respond(to: "How fast?", options: short())
+        #expect(r.usage.input.cachedTokenCount == held.count)   // every turn of the original, nothing recomputed
+        #expect(r.usage.computedTokenCount == Count.prompt("How fast?") + 1)
+        try await session.expectCacheExact()
+    }
+
+    @Test func relaunch_restoresAConversationFromDisk() async throws {
+        let directory = Fixtures.temporaryFile("kv-relaunch")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let before = try Self.model(.persistent(in: directory))
+        let original = LanguageModelSession(model: before, instructions: Self.instructions)
+        for prompt in ["Plan my week.", "And the long run?", "Any drills?"] {
+            _ = try await original.respond(to: prompt, options: short())
+        }
+        let held = try await original.cachedTokens
+        try before.loaded().prefixStore.flush()
+        let saved = try JSONEncoder().encode(original.transcript)
+
+        // A new process: a new model (same weights), a new store on the same directory.
+        let after = try Self.model(.persistent(in: directory))
+        let session = LanguageModelSession(model: after, transcript: try JSONDecoder().decode(Transcript.self, from: saved))
+        let r = try await session.respond(to: "How fast?", options: short())
+        #expect(r.usage.input.cachedFromDiskCount == held.count && r.usage.input.cachedTokenCount == held.count)
+        #expect(r.invalidation?.restoredFromDiskCount == held.count)
+        try await session.expectCacheExact()
+        #expect(try after.loaded().prefixStore.statistics.diskHits == 1)
+    }
+
+    @Test func configuration_readsTheDirectoryFromTheEnvironment() {
+        let variable = PrefixStore.Configuration.directoryEnvironmentVariable
+        #expect(variable == "KVSESSION_KV_CACHE_DIR")
+        #expect(PrefixStore.Configuration.standard(environment: [variable: "/tmp/kv"]).directory?.path == "/tmp/kv")
+        #expect(PrefixStore.Configuration.standard(environment: [variable: ""]).directory == nil)
+        #expect(PrefixStore.Configuration.standard(environment: [:]).directory == nil)
+    }
+
+    @Test func pinInstructions_keepsThemThroughEviction() async throws {
+        let tiny = try tinyModel.loaded()
+        let rowBytes = 2 * tiny.weights.config.layerCount * tiny.weights.config.kvDim * 4
+        let model = try Self.model(.memoryOnly(memoryByteLimit: 120 * rowBytes))
+        let pinned = LanguageModelSession(model: model, instructions: Self.instructions)
+        #expect(try await pinned.pinInstructions() == false)   // nothing computed yet
+        _ = try await pinned.respond(to: "First?", options: short())
+        #expect(try await pinned.pinInstructions())
+        for i in 0 ..< 6 {   // other instructions fill the store and evict everything unpinned
+            let other = LanguageModelSession(model: model, instructions: "Other instructions number \(i), a little longer.")
+            _ = try await other.respond(to: "Question \(i)?", options: short())
+        }
+        let again = LanguageModelSession(model: model, instructions: Self.instructions)
+        let r = try await again.respond(to: "Second?", options: short())
+        #expect(r.usage.input.cachedFromSharedStoreCount == Count.instructions([Self.instructions]))
+        let unpinned = try await pinned.unpinInstructions(), unpinnedTwice = try await pinned.unpinInstructions()
+        #expect(unpinned && !unpinnedTwice)
+        let store = try model.loaded().prefixStore
+        #expect(store.statistics.evictions > 0 && store.checkInvariants() == nil)
+    }
+
+    /// Bounded stress: 8 concurrent tasks × 12 requests over 3 instruction sets, with sessions
+    /// replaced by new or rehydrated ones at random and a byte limit that forces evictions. Each
+    /// response's own-cache count equals an independent common-prefix count, counts add up,
+    /// caches stay exact, and the store's invariants hold with no reader left at the end.
+    @Test func concurrentSessions_keepCountsExactAndTheStoreConsistent() async throws {
+        let tiny = try tinyModel.loaded()
+        let limit = 400 * 2 * tiny.weights.config.layerCount * tiny.weights.config.kvDim * 4
+        let model = try Self.model(.memoryOnly(memoryByteLimit: limit))
+        let store = try model.loaded().prefixStore
+        let instructionSets = ["You plan meals.", "You coach runners over many weeks.", "You edit slides."]
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0 ..< 8 {
+                group.addTask {
+                    var rng = SeededGenerator(seed: UInt64(task))
+                    let instructions = instructionSets[task % 3]
+                    var session = LanguageModelSession(model: model, instructions: instructions)
+                    for step in 0 ..< 12 {
+                        switch rng.next() % 5 {
+                        case 0: session = LanguageModelSession(model: model, instructions: instructions)
+                        case 1: session = LanguageModelSession(model: model, transcript: session.transcript)
+                        default: break
+                        }
+                        let before = try await session.cachedTokens
+                        let response = try await session.respond(to: "Task \(task) step \(step)?", options: short(1 + step % 4))
+                        let after = try await session.cachedTokens
+                        let usage = response.usage, input = usage.input.totalTokenCount
+                        let common = zip(before, after.prefix(input)).prefix { $0 == $1 }.count
+                        #expect(usage.input.cachedFromSessionCount == min(common, input - 1))
+                        #expect(usage.input.cachedTokenCount == usage.input.cachedFromSessionCount
+                            + usage.input.cachedFromSharedStoreCount + usage.input.cachedFromDiskCount)
+                        #expect(usage.computedTokenCount == input - usage.input.cachedTokenCount)
+                        #expect(store.statistics.byteCount <= limit)
+                        try await session.expectCacheExact()
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(store.checkInvariants() == nil)
+        let statistics = store.statistics
+        #expect(statistics.readerCount == 0 && statistics.memoryHits > 0 && statistics.evictions > 0)
+    }
+}
