@@ -120,4 +120,16 @@ struct PrefixStoreTests {
         #expect(store.storedPrefixLength(of: first, boundaries: [20]) == 0)
         #expect(store.checkInvariants() == nil)
     }
+
+    /// Room for a new entry is never made by evicting the entry it extends (found by the
+    /// session property test: the parent is a leaf until its child is in).
+    @Test func publish_neverEvictsTheParentOfWhatItInserts() throws {
+        let store = store(limit: 25 * rowBytes)
+        let sequence = tokens(30, seed: 24)
+        store.publish(try filled(Array(sequence.prefix(20)), on: model), boundaries: [20])
+        store.publish(try filled(sequence, on: model), boundaries: [20, 30])   // needs 10 more rows: no room
+        #expect(store.checkInvariants() == nil)
+        #expect(store.statistics.refusedInsertions == 1 && store.statistics.evictions == 0)
+        #expect(store.storedPrefixLength(of: sequence, boundaries: [20, 30]) == 20)
+    }
 }

@@ -83,7 +83,7 @@ extension PrefixStore {
                     continue
                 }
                 let start = parent?.end ?? 0
-                guard makeRoom(for: byteCount(positions: boundary - start), in: &s) else {
+                guard makeRoom(for: byteCount(positions: boundary - start), keeping: parent, in: &s) else {
                     s.statistics.refusedInsertions += 1
                     return
                 }
@@ -177,8 +177,8 @@ extension PrefixStore {
         }
         return state.withLock { s in
             for (entry, _) in pending where s.entries[entry.key] == nil {
-                guard entry.parent.map({ s.entries[$0] != nil }) ?? true,
-                      makeRoom(for: entry.byteCount, in: &s) else {
+                let parent = entry.parent.flatMap { s.entries[$0] }
+                guard parent != nil || entry.parent == nil, makeRoom(for: entry.byteCount, keeping: parent, in: &s) else {
                     s.statistics.refusedInsertions += 1
                     return false
                 }
@@ -196,9 +196,13 @@ extension PrefixStore {
         if let parent = entry.parent { s.entries[parent]?.children += 1 }
     }
 
-    /// Evicts least recently used entries until `bytes` more fit; `false` if they cannot.
-    private func makeRoom(for bytes: Int, in s: inout State) -> Bool {
+    /// Evicts least recently used entries until `bytes` more fit; `false` if they cannot. `parent`,
+    /// the entry the new one will extend, is held meanwhile: until its child is in, it is a leaf
+    /// like any other, and evicting it would leave the child without a chain to position 0.
+    private func makeRoom(for bytes: Int, keeping parent: Entry?, in s: inout State) -> Bool {
         guard bytes <= configuration.memoryByteLimit else { return false }
+        parent?.readers += 1
+        defer { parent?.readers -= 1 }
         while s.byteCount + bytes > configuration.memoryByteLimit {
             guard evictOne(&s) else { return false }
             s.statistics.evictions += 1
