@@ -80,7 +80,9 @@ public final class ScenarioContext: @unchecked Sendable {
         let report = response.invalidation
         let record = ScenarioTurn(
             scenario: scenario, turn: turn + 1, input_tokens: usage.input.totalTokenCount,
-            cached_tokens: usage.input.cachedTokenCount, output_tokens: usage.output.totalTokenCount,
+            cached_tokens: usage.input.cachedTokenCount, cached_from_store: usage.input.cachedFromSharedStoreCount,
+            cached_from_disk: usage.input.cachedFromDiskCount, resident_mib: ResidentMemory.mebibytes(),
+            output_tokens: usage.output.totalTokenCount,
             prefill_ms: usage.prefillDuration.milliseconds, ttft_ms: usage.timeToFirstToken.milliseconds,
             invalidated_at: report?.position, invalidated_segment: report.map { "\($0.segment)" },
             invalidation_reason: report?.reason.rawValue,

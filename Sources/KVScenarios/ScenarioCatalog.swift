@@ -59,8 +59,11 @@ struct ModeProfile: DynamicProfile {
 
 /// The scenarios `kvbench` runs, in table order.
 public enum ScenarioCatalog {
-    /// Every scenario.
-    public static let all: [Scenario] = [
+    /// Every scenario: groups 1–10 on each session's own cache, then sharing and relaunching.
+    public static let all: [Scenario] = ownCache + sharing
+
+    /// Groups 1–10, each session on its own cache (the shared prefix store off).
+    static let ownCache: [Scenario] = [
         Scenario(name: "stable-append", group: 1, title: "Stable instructions, append only (the baseline)") { c in
             let session = LanguageModelSession(model: c.model, instructions: ScenarioTexts.coachInstructions)
             try await c.converse(session, ScenarioTexts.coachPrompts)
@@ -135,13 +138,15 @@ public enum ScenarioCatalog {
     ]
 
     /// The instruction texts the scenarios use (tests count their tokens).
-    public static let texts = (coach: ScenarioTexts.coachInstructions, cooking: ScenarioTexts.cookingInstructions)
+    public static let texts = (coach: ScenarioTexts.coachInstructions, cooking: ScenarioTexts.cookingInstructions,
+                               focus: ScenarioTexts.focusInstructions)
 
     /// The scenario named `name`.
     public static func named(_ name: String) -> Scenario? { all.first { $0.name == name } }
 
     /// Scenarios small enough for `--quick`: one of each group.
-    public static let quickNames = ["stable-append", "changing-top", "conditional-last", "strip-debug", "first-turn-prewarm"]
+    public static let quickNames = ["stable-append", "changing-top", "conditional-last", "strip-debug", "first-turn-prewarm",
+                                    "focus-messages-shared", "relaunch-disk"]
 
     // MARK: Scenario bodies
 

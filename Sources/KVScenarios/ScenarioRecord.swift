@@ -9,8 +9,14 @@ public struct ScenarioTurn: Codable, Sendable, Equatable {
     public var turn: Int
     /// Tokens the request rendered.
     public var input_tokens: Int
-    /// Of those, tokens reused from the KV cache.
+    /// Of those, tokens reused from the KV cache (the session's own, or restored from the store).
     public var cached_tokens: Int
+    /// Of the cached tokens, those restored from the shared prefix store's memory.
+    public var cached_from_store: Int
+    /// Of the cached tokens, those read from the store's disk tier.
+    public var cached_from_disk: Int
+    /// The process's resident memory after the turn, in MiB (`nil` where it cannot be read).
+    public var resident_mib: Double?
     /// Tokens generated.
     public var output_tokens: Int
     /// Time spent prefilling, in milliseconds.

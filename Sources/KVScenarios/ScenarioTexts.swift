@@ -80,6 +80,34 @@ enum ScenarioTexts {
         after each session, drink water through the day, and go to bed at the same time every night.
         """
 
+    /// The coaching screen's instructions: every focus message shares them.
+    static let focusInstructions = """
+        You are the coach inside a running app. The app found errors in the runner's last session \
+        and asks for one focus message per error: two sentences, specific, encouraging, with one \
+        drill to try next time. Never mention other errors, and never give medical advice.
+        """
+
+    /// One prompt per error type, then the summary of the session.
+    static let focusPrompts = [
+        "Error type: overstriding. Seen on 40 percent of steps in the second half.",
+        "Error type: low cadence. Average 158 steps per minute on easy kilometres.",
+        "Error type: heel striking. Seen mostly on the downhill sections.",
+        "Error type: arm crossing. The left arm crosses the midline on most strides.",
+        "Error type: pace drift. The last three kilometres were 25 seconds slower.",
+        "Error type: long ground contact. Averaging 290 milliseconds per step.",
+        "Error type: forward lean from the waist. Seen after the fifth kilometre.",
+        "Error type: tense shoulders. Detected in the final sprint.",
+        "Error type: uneven stride length. The right stride is 6 percent longer.",
+        "Error type: skipped warm-up. The first kilometre started at race pace.",
+        "Summarise the session in three sentences and name the one error to fix first.",
+    ]
+
+    /// What the user asks after reopening a long conversation.
+    static let relaunchPrompts = [
+        "Can you remind me which day we planned the museum?",
+        "And is there a good bakery near the hotel?",
+    ]
+
     static func prompt(_ prompts: [String], turn: Int) -> String {
         turn < prompts.count ? prompts[turn] : "\(prompts[turn % prompts.count]) (follow-up \(turn / prompts.count))"
     }

@@ -100,8 +100,36 @@ struct ScenarioTests {
     }
 }
 
+extension ScenarioTests {
+    @Test func focusMessages_theStoreLetsEverySessionAfterTheFirstSkipTheInstructions() async throws {
+        let alone = try await run("focus-messages"), shared = try await run("focus-messages-shared")
+        let instructions = 2 + Self.tokenizer.encode(ScenarioCatalogProbe.focusInstructions, bos: false).count + 1
+        #expect(alone.count == 11 && shared.count == 11)
+        #expect(alone.allSatisfy { $0.cached_tokens == 0 && $0.invalidation_reason == "emptyCache" })
+        #expect(shared[0].cached_tokens == 0)
+        for turn in shared.dropFirst() {
+            #expect(turn.cached_tokens == instructions && turn.cached_from_store == instructions && turn.cached_from_disk == 0)
+        }
+        #expect(zip(alone, shared).allSatisfy { $0.input_tokens == $1.input_tokens })
+    }
+
+    @Test func relaunch_diskRestoresWhatTheWarmTurnHeldAndColdRecomputesIt() async throws {
+        let cold = try await run("relaunch-cold"), prewarmed = try await run("relaunch-prewarm")
+        let disk = try await run("relaunch-disk")
+        #expect(cold.count == 1 && prewarmed.count == 1 && disk.count == 2)
+        #expect(cold[0].cached_tokens == 0)
+        #expect(prewarmed[0].input_tokens == cold[0].input_tokens)
+        #expect(prewarmed[0].recomputed_tokens < 20)   // only the new prompt and the response header
+        let (warm, relaunched) = (disk[0], disk[1])
+        #expect(warm.cached_tokens > 0 && warm.recomputed_tokens < 20)   // prewarmed before the relaunch
+        #expect(relaunched.cached_from_disk == warm.input_tokens + warm.output_tokens + 1)
+        #expect(relaunched.cached_tokens == relaunched.cached_from_disk)
+    }
+}
+
 /// The scenario texts the checks above count tokens of.
 enum ScenarioCatalogProbe {
+    static var focusInstructions: String { ScenarioCatalog.texts.focus }
     static var coachInstructions: String { ScenarioCatalog.texts.coach }
     static var cookingInstructions: String { ScenarioCatalog.texts.cooking }
 }
