@@ -77,6 +77,7 @@ extension ScenarioCatalog {
         let session = LanguageModelSession(model: before, transcript: try longConversation(c))
         session.prewarm()
         await session.waitForPrewarm()
+        try before.loaded().prefixStore.flush()   // the files are written long before the next turn, as in an app
         try await c.turn(0, session, ScenarioTexts.relaunchPrompts[0])
         try before.loaded().prefixStore.flush()
         let after = try launch()

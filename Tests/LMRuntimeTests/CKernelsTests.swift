@@ -78,4 +78,24 @@ struct CKernelsTests {
         #expect(!Kernels.usesAVX2)
         #endif
     }
+
+    /// The prefix store's file checksum: every single-bit flip, every truncation and every
+    /// appended byte of buffers around the 32-byte stripe and 8-byte word edges changes it.
+    @Test(arguments: [0, 1, 7, 8, 31, 32, 33, 64, 100])
+    func checksum_changesWithEveryBitAndLength(length: Int) {
+        var rng = SeededGenerator(seed: UInt64(length))
+        let bytes = (0 ..< length).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+        let data = Data(bytes)
+        let reference = Kernels.checksum(data, 0 ..< length)
+        #expect(Kernels.checksum(Data(bytes), 0 ..< length) == reference)
+        for i in 0 ..< length {
+            for bit in 0 ..< 8 {
+                var flipped = bytes
+                flipped[i] ^= 1 << bit
+                #expect(Kernels.checksum(Data(flipped), 0 ..< length) != reference, "byte \(i) bit \(bit)")
+            }
+        }
+        for cut in 0 ..< length { #expect(Kernels.checksum(data, 0 ..< cut) != reference, "cut at \(cut)") }
+        #expect(Kernels.checksum(data + [0], 0 ..< length + 1) != reference)
+    }
 }

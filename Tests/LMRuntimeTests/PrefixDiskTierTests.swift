@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 @testable import LMRuntime
 import LMTestSupport
@@ -66,9 +65,10 @@ struct PrefixDiskTierTests {
         let url = directory.appendingPathComponent(name)
         var data = try Data(contentsOf: url)
         func resealed(_ patch: (inout Data) -> Void) -> Data {   // a consistent checksum over a patched header
-            var body = data.prefix(data.count - 32)
+            var body = Data(data.prefix(data.count - 8))
             patch(&body)
-            return body + Data(SHA256.hash(data: body))
+            let checksum = Kernels.checksum(body, 0 ..< body.count)
+            return body + Data((0 ..< 8).map { UInt8(truncatingIfNeeded: checksum >> (8 * $0)) })
         }
         switch fault {
         case "truncated": data = data.prefix(data.count / 2)
@@ -148,7 +148,7 @@ struct PrefixDiskTierTests {
     @Test func write_keepsTheDirectoryWithinItsByteLimit() throws {
         let directory = directory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let perFile = 100 + 4 * 20 + 20 * base.rowBytes + 32
+        let perFile = 100 + 4 * 20 + 20 * base.rowBytes + 8
         let store = PrefixStore(weights: weights, configuration: .persistent(in: directory, diskByteLimit: 3 * perFile))
         for seed in 40 ..< 46 {
             store.publish(try base.filled(base.tokens(20, seed: UInt64(seed)), on: base.model), boundaries: [20])
@@ -158,5 +158,22 @@ struct PrefixDiskTierTests {
         #expect(files(in: directory).count == 3 && store.statistics.diskEvictions == 3)
         store.removeAll(includingDisk: true)
         #expect(files(in: directory).isEmpty && store.statistics.entryCount == 0)
+    }
+
+    /// A directory that stops taking files after the store opened it (deleted here; a full disk
+    /// fails the same call): writes fail and are reported, nothing crashes, memory keeps working.
+    @Test func write_failuresAreReportedAndTheStoreKeepsWorkingInMemory() throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = base.store(directory: directory)
+        try FileManager.default.removeItem(at: directory)
+        let sequence = base.tokens(30, seed: 35)
+        store.publish(try base.filled(sequence, on: base.model), boundaries: [30])
+        store.flush()
+        let statistics = store.statistics
+        #expect(statistics.diskWrites == 0 && statistics.diskWriteFailures == 1)
+        #expect(statistics.lastDiskError?.contains("writing entry") == true)
+        #expect(try base.restoreAndCompare(store, sequence + [1], boundaries: [30]).restored.fromMemory == 30)
+        #expect(!FileManager.default.fileExists(atPath: directory.path))   // no stray temporary file anywhere
     }
 }

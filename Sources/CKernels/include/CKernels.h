@@ -6,6 +6,7 @@
 // bodies are exported too so tests can check both against the same definitions.
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,6 +23,10 @@ void kv_rmsnorm(float *dst, const float *x, const float *weight, ptrdiff_t n, fl
 float kv_exp_shifted_sum_portable(float *x, ptrdiff_t n);
 void kv_swiglu_portable(float *gate, const float *up, ptrdiff_t n);
 void kv_rmsnorm_portable(float *dst, const float *x, const float *weight, ptrdiff_t n, float epsilon);
+
+/// A 64-bit checksum of `count` bytes (the prefix store's file check): any change of length
+/// or content changes it with overwhelming probability. Not a MAC.
+uint64_t kv_checksum64(const void *data, size_t count);
 
 /// 1 when the entry points run the AVX2+FMA bodies, else 0.
 int kv_uses_avx2(void);

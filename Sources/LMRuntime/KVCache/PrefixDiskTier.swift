@@ -45,7 +45,11 @@ extension PrefixStore {
 /// | 60 | 32 | parent key (the entry of `tokens[0..<start]`; zeros when start is 0) |
 /// | 92 | 8 | payload byte count |
 /// | 100 | n | payload: `end` token ids (u32), then rows `[layer][keys, values][end - start][kvDim]` (f32); with encryption, AES-GCM's nonce, ciphertext and tag |
-/// | 100 + n | 32 | SHA-256 of everything before it |
+/// | 100 + n | 8 | checksum of everything before it (``Kernels/checksum(_:_:)``: a fast 64-bit hash) |
+///
+/// The checksum is a fast non-cryptographic hash (about 10 GB/s; SHA-256 at 1.6 GB/s took 45 ms of a
+/// 3,000-token restore on `base`): it catches truncation and corruption; whoever can write the
+/// directory could forge either, and encrypted files are authenticated by AES-GCM's tag anyway.
 ///
 /// A file is used only if every field agrees with the store (version, model, shape), the sizes
 /// add up, the checksum matches, the payload decrypts under the current key (or is plain when
@@ -73,7 +77,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
 
     static let magic: [UInt8] = Array("KVPX".utf8)
     static let version: UInt32 = 1
-    static let headerBytes = 100, checksumBytes = 32
+    static let headerBytes = 100, checksumBytes = 8
     static let fileExtension = "kvp"
     static let temporaryPrefix = ".tmp-"
 
@@ -230,7 +234,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         data.append(contentsOf: entry.parent?.bytes ?? [UInt8](repeating: 0, count: 32))
         Self.append(UInt64(payload.count), to: &data)
         data.append(payload)
-        data.append(contentsOf: Array(SHA256.hash(data: data)))
+        Self.append(Kernels.checksum(data, 0 ..< data.count), to: &data)
         return data
     }
 
@@ -260,28 +264,32 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         guard payloadCount >= 0, data.count == Self.headerBytes + payloadCount + Self.checksumBytes else {
             throw invalid("size \(data.count) bytes, header says \(Self.headerBytes + payloadCount + Self.checksumBytes)")
         }
-        let body = data.prefix(Self.headerBytes + payloadCount)
-        guard Array(SHA256.hash(data: body)) == [UInt8](data.suffix(Self.checksumBytes)) else {
-            throw invalid("checksum mismatch")
-        }
-        var payload = data.subdata(in: Self.headerBytes ..< Self.headerBytes + payloadCount)
+        let bodyEnd = Self.headerBytes + payloadCount
+        let stored = [UInt8](data[bodyEnd ..< data.count]).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.1) << (8 * $1.0) }
+        guard Kernels.checksum(data, 0 ..< bodyEnd) == stored else { throw invalid("checksum mismatch") }
+        var payload = data   // plain: read in place (offsets below are within `data`)
+        var payloadStart = Self.headerBytes
         if let encryptionKey {
+            payload = data.subdata(in: Self.headerBytes ..< bodyEnd)
+            payloadStart = 0
             do { payload = try AES.GCM.open(AES.GCM.SealedBox(combined: payload), using: encryptionKey.key) } catch {
                 throw invalid("does not decrypt under the current key")
             }
         }
         let rowFloats = 2 * layerCount * kvDim * (end - start)
-        guard payload.count == 4 * end + 4 * rowFloats else {
-            throw invalid("payload \(payload.count) bytes, expected \(4 * end + 4 * rowFloats)")
+        let payloadBytesCount = encryptionKey == nil ? payloadCount : payload.count
+        guard payloadBytesCount == 4 * end + 4 * rowFloats else {
+            throw invalid("payload \(payloadBytesCount) bytes, expected \(4 * end + 4 * rowFloats)")
         }
-        let payloadBytes = [UInt8](payload.prefix(4 * end))
+        let payloadBytes = [UInt8](payload[payloadStart ..< payloadStart + 4 * end])
         let fileTokens = (0 ..< end).map { i in (0 ..< 4).reduce(0) { $0 | Int(payloadBytes[4 * i + $1]) << (8 * $1) } }
         guard PrefixKey.keys(fingerprint: fingerprint, tokens: fileTokens, at: [end])[0] == key else {
             throw invalid("token ids do not hash to the file's name")
         }
         guard fileTokens.elementsEqual(tokens[0 ..< end]) else { throw Problem.otherTokens }
         let rows = FloatBuffer(count: rowFloats)
-        Kernels.loadLittleEndianFloats(from: payload, byteOffset: 4 * end, into: Matrix(buffer: rows, rows: 1, cols: rowFloats))
+        Kernels.loadLittleEndianFloats(from: payload, byteOffset: payloadStart + 4 * end,
+                                       into: Matrix(buffer: rows, rows: 1, cols: rowFloats))
         return Loaded(parent: parent, start: start, end: end, rows: rows)
     }
 

@@ -1,3 +1,4 @@
+import CKernels
 import Foundation
 
 extension Kernels {
@@ -29,11 +30,21 @@ extension Kernels {
             for r in 0 ..< matrix.rows {
                 let dst = matrix.base + r * matrix.rowStride
                 let src = start + r * matrix.cols * 4
+                #if _endian(little)
+                UnsafeMutableRawPointer(dst).copyMemory(from: src, byteCount: matrix.cols * 4)   // the file's bytes are ours
+                #else
                 for c in 0 ..< matrix.cols {
                     dst[c] = Float(bitPattern: UInt32(littleEndian: (src + c * 4).loadUnaligned(as: UInt32.self)))
                 }
+                #endif
             }
         }
+    }
+
+    /// The 64-bit checksum of `data[range]` (``kv_checksum64``: fast, detects corruption, not a MAC).
+    package static func checksum(_ data: Data, _ range: Range<Int>) -> UInt64 {
+        precondition(range.lowerBound >= 0 && range.upperBound <= data.count, "checksum range outside the data")
+        return data.withUnsafeBytes { raw in kv_checksum64(raw.baseAddress! + range.lowerBound, range.count) }
     }
 }
 
