@@ -56,13 +56,6 @@ extension PrefixStore {
 /// there is none), and the token ids hash to the file's name. Anything else is a miss: the file
 /// is removed and counted in ``PrefixStore/Statistics/rejectedFiles``.
 final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `state`; writes on `queue`
-    struct Loaded {
-        var parent: PrefixKey?
-        var start: Int
-        var end: Int
-        var rows: FloatBuffer
-    }
-
     struct Statistics {
         var writes = 0, writeFailures = 0, evictions = 0, rejectedFiles = 0, removedTemporaryFiles = 0
         var entryCount = 0, byteCount = 0
@@ -177,9 +170,35 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         }
     }
 
-    /// Reads and validates the entry for `key`, whose tokens must begin `tokens`; `nil` when the
-    /// file is missing or invalid (an invalid file is removed and reported).
-    func read(_ key: PrefixKey, expecting tokens: [Int]) -> Loaded? {
+    /// Validates the file of `key` and its ancestors back to position `from`, writing their rows
+    /// for positions `from ..< end` into `cache`'s rows (its scratch rows: the caller appends the
+    /// tokens only when this returns `true`). An invalid file is removed and reported; a missing
+    /// one is a plain miss.
+    /// - Precondition: `cache` has room (``KVCache/reserve(positions:)``) for the key's prefix.
+    func restore(_ key: PrefixKey, tokens: [Int], into cache: some KVCache, from: Int) -> Bool {
+        var next: PrefixKey? = key
+        while let current = next {
+            guard let (data, span, parent) = validated(current, tokens: tokens) else { return false }
+            let n = span.upperBound - span.lowerBound, base = span.payloadStart + 4 * span.upperBound
+            for layer in 0 ..< layerCount {
+                for (slot, target) in [(0, cache.keys(layer: layer)), (1, cache.values(layer: layer))] {
+                    let first = max(span.lowerBound, from)
+                    guard first < span.upperBound else { continue }
+                    Kernels.loadLittleEndianFloats(
+                        from: data, byteOffset: base + 4 * kvDim * ((2 * layer + slot) * n + first - span.lowerBound),
+                        into: target.rows(first ..< span.upperBound))
+                }
+            }
+            next = span.lowerBound > from ? parent : nil
+            if next == nil, span.lowerBound > from { return false }   // unreachable: start > 0 always names a parent
+        }
+        return true
+    }
+
+    /// The bytes of `key`'s file (decrypted), its span, where its payload starts, and its parent,
+    /// after every check; `nil` when missing or invalid (an invalid file is removed and reported).
+    private func validated(_ key: PrefixKey, tokens: [Int])
+        -> (data: Data, span: (lowerBound: Int, upperBound: Int, payloadStart: Int), parent: PrefixKey?)? {
         let url = fileURL(key)
         guard let data = try? Data(contentsOf: url, options: .alwaysMapped) else {
             state.withLock { _ = $0.files.removeValue(forKey: key) }
@@ -187,11 +206,11 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
             return nil
         }
         do {
-            let loaded = try decode(data, key: key, tokens: tokens)
+            let decoded = try decode(data, key: key, tokens: tokens)
             let now = Date()
             try? FileManager.default.setAttributes([.modificationDate: now], ofItemAtPath: url.path)
             state.withLock { $0.files[key]?.lastUse = now }
-            return loaded
+            return decoded
         } catch let problem as Problem {
             if case .otherTokens = problem { return nil }   // a valid file for other tokens (a digest collision): leave it
             reject(key, reason: problem.description)
@@ -238,7 +257,8 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         return data
     }
 
-    private func decode(_ data: Data, key: PrefixKey, tokens: [Int]) throws -> Loaded {
+    private func decode(_ data: Data, key: PrefixKey, tokens: [Int]) throws
+        -> (data: Data, span: (lowerBound: Int, upperBound: Int, payloadStart: Int), parent: PrefixKey?) {
         func invalid(_ reason: String) -> Problem { .invalid(reason) }
         let bytes = [UInt8](data.prefix(Self.headerBytes))
         guard bytes.count == Self.headerBytes, data.count >= Self.headerBytes + Self.checksumBytes else {
@@ -287,10 +307,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
             throw invalid("token ids do not hash to the file's name")
         }
         guard fileTokens.elementsEqual(tokens[0 ..< end]) else { throw Problem.otherTokens }
-        let rows = FloatBuffer(count: rowFloats)
-        Kernels.loadLittleEndianFloats(from: payload, byteOffset: payloadStart + 4 * end,
-                                       into: Matrix(buffer: rows, rows: 1, cols: rowFloats))
-        return Loaded(parent: parent, start: start, end: end, rows: rows)
+        return (payload, (start, end, payloadStart), parent)
     }
 
     // MARK: - Files

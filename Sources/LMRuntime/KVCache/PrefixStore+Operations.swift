@@ -6,8 +6,9 @@ extension PrefixStore {
     ///
     /// The cache must hold a prefix of `tokens` (the caller truncates it to the common
     /// prefix first); only boundaries beyond `cache.count` count. Memory is searched first,
-    /// then the disk tier for anything longer (a file read from disk joins memory, its
-    /// ancestors with it). A stored entry is used only when its tokens equal the prefix.
+    /// then the disk tier for anything longer: a file chain is decoded straight into the
+    /// cache (no copy in between; the entries join memory when the sequence next publishes).
+    /// A stored entry is used only when its tokens equal the prefix.
     /// - Parameters:
     ///   - cache: the sequence's cache, holding `tokens[0..<cache.count]`.
     ///   - tokens: the sequence's tokens.
@@ -21,25 +22,25 @@ extension PrefixStore {
         let candidates = Self.candidates(boundaries, above: have, within: tokens.count)
         guard !candidates.isEmpty, cache.layerCount == layerCount, cache.kvDim == kvDim else { return Restored() }
         let keys = PrefixKey.keys(fingerprint: fingerprint, tokens: tokens, at: candidates)
-        var found = acquireChain(keys: keys, candidates: candidates, tokens: tokens, above: have)
+        let chain = acquireChain(keys: keys, candidates: candidates, tokens: tokens, above: have) ?? []
+        defer { release(chain) }
+        let memoryEnd = chain.last?.end ?? have
+        // Disk only for more than memory holds; its rows go straight into the cache's scratch
+        // rows (beyond `have`, not yet counted), so a failure half-way leaves the cache as it was.
+        var diskEnd = memoryEnd
         if let disk {
-            let longestInMemory = found?.last?.end ?? have
-            for (boundary, key) in zip(candidates, keys).reversed() where boundary > longestInMemory {
-                guard disk.contains(key) else { continue }
-                if loadChain(from: disk, key: key, tokens: tokens) {
-                    if let found { release(found) }
-                    found = acquireChain(keys: keys, candidates: candidates, tokens: tokens, above: have)
+            for (boundary, key) in zip(candidates, keys).reversed() where boundary > memoryEnd && disk.contains(key) {
+                cache.reserve(positions: boundary)
+                if disk.restore(key, tokens: tokens, into: cache, from: memoryEnd) {
+                    diskEnd = boundary
                     break
                 }
             }
         }
-        guard let chain = found, let end = chain.last?.end else { return Restored() }
-        defer { release(chain) }
-        cache.reserve(positions: end)
-        var restored = Restored()
-        for entry in chain {
+        guard diskEnd > have else { return Restored() }
+        cache.reserve(positions: diskEnd)
+        for entry in chain where entry.end > have {
             let from = max(entry.start, have)
-            guard from < entry.end else { continue }
             for layer in 0 ..< layerCount {
                 let (keys, values) = rows(of: entry, layer: layer)
                 Kernels.copy(keys.rows(from - entry.start ..< entry.end - entry.start),
@@ -47,14 +48,13 @@ extension PrefixStore {
                 Kernels.copy(values.rows(from - entry.start ..< entry.end - entry.start),
                              into: cache.values(layer: layer).rows(from ..< entry.end))
             }
-            if entry.loadedFromDisk { restored.fromDisk += entry.end - from } else { restored.fromMemory += entry.end - from }
         }
-        cache.append(tokens[have ..< end])
+        cache.append(tokens[have ..< diskEnd])
+        let restored = Restored(fromMemory: memoryEnd - have, fromDisk: diskEnd - memoryEnd)
         state.withLock { s in
             if restored.fromDisk > 0 { s.statistics.diskHits += 1 } else { s.statistics.memoryHits += 1 }
             s.statistics.tokensFromMemory += restored.fromMemory
             s.statistics.tokensFromDisk += restored.fromDisk
-            for entry in chain { entry.loadedFromDisk = false }   // from now on it is a memory entry
         }
         return restored
     }
@@ -160,32 +160,6 @@ extension PrefixStore {
 
     private func release(_ chain: [Entry]) {
         state.withLock { _ in for entry in chain { entry.readers -= 1 } }
-    }
-
-    /// Reads the entry for `key` from disk, and its ancestors not in memory, and adds them to
-    /// memory root first. Returns whether the whole chain is now in memory.
-    private func loadChain(from disk: PrefixDiskTier, key: PrefixKey, tokens: [Int]) -> Bool {
-        var pending: [(entry: Entry, data: PrefixDiskTier.Loaded)] = []
-        var next: PrefixKey? = key
-        while let current = next, state.withLock({ $0.entries[current] == nil }) {
-            guard let loaded = disk.read(current, expecting: tokens) else { return false }
-            let entry = Entry(key: current, parent: loaded.parent, tokens: Array(tokens[0 ..< loaded.end]),
-                              start: loaded.start, rows: loaded.rows)
-            entry.loadedFromDisk = true
-            pending.insert((entry, loaded), at: 0)
-            next = loaded.parent
-        }
-        return state.withLock { s in
-            for (entry, _) in pending where s.entries[entry.key] == nil {
-                let parent = entry.parent.flatMap { s.entries[$0] }
-                guard parent != nil || entry.parent == nil, makeRoom(for: entry.byteCount, keeping: parent, in: &s) else {
-                    s.statistics.refusedInsertions += 1
-                    return false
-                }
-                insert(entry, in: &s)
-            }
-            return true
-        }
     }
 
     private func insert(_ entry: Entry, in s: inout State) {

@@ -78,7 +78,7 @@ public final class PrefixStore: Sendable {
     public struct Restored: Sendable, Equatable {
         /// Tokens copied from entries already in memory.
         public var fromMemory = 0
-        /// Tokens copied from entries read from disk by this call.
+        /// Tokens read from the disk tier's files.
         public var fromDisk = 0
         /// All restored tokens.
         public var total: Int { fromMemory + fromDisk }
@@ -122,8 +122,6 @@ public final class PrefixStore: Sendable {
         let rows: FloatBuffer
         var lastUse: UInt64 = 0
         var pins = 0, children = 0, readers = 0
-        /// Read from disk (counts toward ``Restored/fromDisk`` for the call that loaded it).
-        var loadedFromDisk = false
 
         init(key: PrefixKey, parent: PrefixKey?, tokens: [Int], start: Int, rows: FloatBuffer) {
             self.key = key
