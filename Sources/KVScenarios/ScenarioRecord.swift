@@ -62,8 +62,15 @@ public struct ScenarioResult: Sendable {
     /// Total prefill time, in milliseconds.
     public var prefillTotal: Double { turns.map(\.prefill_ms).reduce(0, +) }
 
-    /// A short line saying what invalidated the cache, from the session's reports.
+    /// A short line saying what invalidated the cache, from the session's reports, and what the
+    /// shared prefix store restored.
     public var invalidationSummary: String {
+        let store = turns.map(\.cached_from_store).reduce(0, +), disk = turns.map(\.cached_from_disk).reduce(0, +)
+        guard store + disk > 0 else { return ownCacheSummary }
+        return ownCacheSummary + "; \(store + disk) tokens restored from the shared store (\(disk) from disk)"
+    }
+
+    private var ownCacheSummary: String {
         let lost = turns.filter { $0.invalidated_at != nil && $0.invalidation_reason != "emptyCache" }
         guard !lost.isEmpty else {
             let cold = turns.filter { $0.invalidation_reason == "emptyCache" }.count

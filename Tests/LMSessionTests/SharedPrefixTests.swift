@@ -97,7 +97,7 @@ struct SharedPrefixTests {
         #expect(store.statistics.evictions > 0 && store.checkInvariants() == nil)
     }
 
-    /// Bounded stress: 8 concurrent tasks × 12 requests over 3 instruction sets, with sessions
+    /// Bounded stress: 8 concurrent tasks × 25 requests over 3 instruction sets, with sessions
     /// replaced by new or rehydrated ones at random and a byte limit that forces evictions. Each
     /// response's own-cache count equals an independent common-prefix count, counts add up,
     /// caches stay exact, and the store's invariants hold with no reader left at the end.
@@ -113,7 +113,7 @@ struct SharedPrefixTests {
                     var rng = SeededGenerator(seed: UInt64(task))
                     let instructions = instructionSets[task % 3]
                     var session = LanguageModelSession(model: model, instructions: instructions)
-                    for step in 0 ..< 12 {
+                    for step in 0 ..< 25 {
                         switch rng.next() % 5 {
                         case 0: session = LanguageModelSession(model: model, instructions: instructions)
                         case 1: session = LanguageModelSession(model: model, transcript: session.transcript)
