@@ -15,7 +15,13 @@ public final class FloatBuffer: @unchecked Sendable {
     public init(count: Int) {
         precondition(count >= 0, "FloatBuffer count must not be negative")
         base = .allocate(capacity: max(count, 1))
-        base.initialize(repeating: 0, count: max(count, 1))
+        let base = base
+        // First touch of fresh memory is most of a large allocation's cost (page faults), and
+        // the kernel takes them on every core at once: a session's 75 MB cache for a restored
+        // 3,000-token conversation on `base` zero-fills in 22-72 ms instead of 46-144 ms.
+        Kernels.parallelBands(max(count, 1), minimumPerBand: 1 << 20) { band in
+            (base + band.lowerBound).initialize(repeating: 0, count: band.count)
+        }
         self.count = count
     }
 
