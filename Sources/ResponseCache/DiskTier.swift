@@ -32,13 +32,13 @@ final class DiskTier<Value: Codable & Sendable> {
     static var suffix: String { ".entry.json" }
     static var temporaryMarker: String { ".tmp-" }
 
-    /// Opens (creating) `directory`; removes temp files a crash left behind.
+    /// Opens (creating, mode 0700) `directory`; removes temp files a crash left behind.
     /// - Throws: ``DiskTierError/unusable(_:reason:)`` when the directory cannot be created or written.
     init(directory: URL, byteLimit: Int) throws {
         self.directory = directory
         self.byteLimit = byteLimit
         do {
-            try fm.createDirectory(at: directory, withIntermediateDirectories: true)
+            try fm.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let probe = directory.appendingPathComponent("\(Self.temporaryMarker)probe")
             try Data("probe".utf8).write(to: probe)
             try fm.removeItem(at: probe)
@@ -64,12 +64,23 @@ final class DiskTier<Value: Codable & Sendable> {
         return .success(envelope)
     }
 
-    /// Writes an entry atomically, then evicts the least recently used files over the byte limit.
+    /// Writes an entry atomically (a private temporary file, mode 0600 before any byte is in
+    /// it, then a rename), then evicts the least recently used files over the byte limit.
     /// - Returns: how many files were evicted.
     func write(_ envelope: Envelope<Value>) throws -> Int {
         let data = try JSONEncoder().encode(envelope)
         let temporary = directory.appendingPathComponent("\(envelope.key.digest)\(Self.temporaryMarker)\(UUID().uuidString)")
-        try data.write(to: temporary)
+        guard fm.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            throw DiskTierError.unusable(directory.path, reason: "cannot create a file")
+        }
+        do {
+            let handle = try FileHandle(forWritingTo: temporary)
+            defer { try? handle.close() }
+            try handle.write(contentsOf: data)
+        } catch {
+            try? fm.removeItem(at: temporary)
+            throw error
+        }
         guard rename(temporary.path, file(envelope.key.digest).path) == 0 else {
             try? fm.removeItem(at: temporary)
             throw DiskTierError.unusable(directory.path, reason: "rename failed (errno \(errno))")

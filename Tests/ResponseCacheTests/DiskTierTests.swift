@@ -24,6 +24,21 @@ struct DiskTierTests {
         #expect(metrics.diskHits == 1 && metrics.memoryHits == 1 && metrics.bytesOnDisk > 0)
     }
 
+    @Test func files_arePrivateAndNamedWithoutPromptText() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let secret = "my diagnosis is private"
+        let cache = ResponseCache<String>(configuration: .init(directory: directory))
+        _ = try await cache.value(for: CacheKey(parts: [secret])) { "answer" }
+        let fm = FileManager.default
+        #expect((try fm.attributesOfItem(atPath: directory.path)[.posixPermissions] as? NSNumber)?.intValue == 0o700)
+        let files = entryFiles()
+        #expect(files.count == 1)
+        for file in files {
+            #expect((try fm.attributesOfItem(atPath: file.path)[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+            #expect(!file.lastPathComponent.contains("diagnosis") && !file.lastPathComponent.contains("private"))
+        }
+    }
+
     @Test(arguments: ["truncated", "garbled"])
     func corruptEntry_isAMissRemovedAndReportedOthersUnaffected(kind: String) async throws {
         defer { try? FileManager.default.removeItem(at: directory) }

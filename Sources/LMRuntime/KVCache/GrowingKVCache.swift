@@ -43,11 +43,13 @@ public final class GrowingKVCache: KVCache {
 
     /// Grows the allocation (in whole chunks, at most to ``capacity``) so `positions` rows fit.
     /// - Complexity: O(count × layers × kvDim) when it grows, O(1) otherwise.
-    public func reserve(positions: Int) {
+    /// - Throws: ``RuntimeError/allocationFailed(bytes:)`` when the system refuses; the cache is then unchanged.
+    public func reserve(positions: Int) throws {
         guard positions > allocatedPositions else { return }
         let grown = min(capacity, (positions + chunkPositions - 1) / chunkPositions * chunkPositions)
         let old = (0 ..< layerCount).map { (keys(layer: $0), values(layer: $0)) }
-        storage = FloatBuffer(count: layerCount * 2 * grown * kvDim)
+        let (floats, overflow) = (layerCount * 2 * kvDim).multipliedReportingOverflow(by: grown)
+        storage = try FloatBuffer(checkedCount: overflow ? -1 : floats)
         allocatedPositions = grown
         for (layer, (k, v)) in old.enumerated() {
             Kernels.copy(k.rows(0 ..< count), into: keys(layer: layer).rows(0 ..< count))

@@ -28,7 +28,8 @@ public protocol KVCache: AnyObject {
     func truncate(to count: Int)
     /// Makes room for `positions` rows (at most ``capacity``) before a forward pass writes them;
     /// views from ``keys(layer:)`` taken earlier may then be stale.
-    func reserve(positions: Int)
+    /// - Throws: ``RuntimeError/allocationFailed(bytes:)`` when growing fails; the cache is then unchanged.
+    func reserve(positions: Int) throws
 }
 
 extension KVCache {

@@ -30,15 +30,14 @@ extension PrefixStore {
         var diskEnd = memoryEnd
         if let disk {
             for (boundary, key) in zip(candidates, keys).reversed() where boundary > memoryEnd && disk.contains(key) {
-                cache.reserve(positions: boundary)
+                guard (try? cache.reserve(positions: boundary)) != nil else { break }   // no room: recompute instead
                 if disk.restore(key, tokens: tokens, into: cache, from: memoryEnd) {
                     diskEnd = boundary
                     break
                 }
             }
         }
-        guard diskEnd > have else { return Restored() }
-        cache.reserve(positions: diskEnd)
+        guard diskEnd > have, (try? cache.reserve(positions: diskEnd)) != nil else { return Restored() }
         for entry in chain where entry.end > have {
             let from = max(entry.start, have)
             for layer in 0 ..< layerCount {

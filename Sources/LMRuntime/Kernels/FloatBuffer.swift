@@ -1,3 +1,4 @@
+import Foundation
 /// Fixed-size float32 storage, allocated once, zero-filled, and freed with the object.
 ///
 /// Every tensor in the runtime (weights, activations, K/V rows) lives in a
@@ -10,11 +11,25 @@ public final class FloatBuffer: @unchecked Sendable {
     /// Number of floats held.
     public let count: Int
 
-    /// Allocates `count` zeroed floats.
+    /// Allocates `count` zeroed floats; traps if the system refuses (use
+    /// ``init(checkedCount:)`` where the size comes from input).
     /// - Parameter count: number of float32 elements; must not be negative.
-    public init(count: Int) {
-        precondition(count >= 0, "FloatBuffer count must not be negative")
-        base = .allocate(capacity: max(count, 1))
+    public convenience init(count: Int) {
+        do { try self.init(checkedCount: count) } catch {
+            preconditionFailure("\(error)")
+        }
+    }
+
+    /// Allocates `count` zeroed floats, or throws when the system refuses.
+    /// - Parameter count: number of float32 elements.
+    /// - Throws: ``RuntimeError/allocationFailed(bytes:)`` for a negative or impossible size, or
+    ///   when `malloc` fails; nothing is allocated then.
+    public init(checkedCount count: Int) throws {
+        let (bytes, overflow) = max(count, 1).multipliedReportingOverflow(by: MemoryLayout<Float>.stride)
+        guard count >= 0, !overflow, let raw = malloc(bytes) else {
+            throw RuntimeError.allocationFailed(bytes: overflow || count < 0 ? .max : bytes)
+        }
+        base = raw.bindMemory(to: Float.self, capacity: max(count, 1))
         let base = base
         // First touch of fresh memory is most of a large allocation's cost (page faults), and
         // the kernel takes them on every core at once: a session's 75 MB cache for a restored
@@ -25,7 +40,7 @@ public final class FloatBuffer: @unchecked Sendable {
         self.count = count
     }
 
-    deinit { base.deallocate() }
+    deinit { free(base) }
 
     /// Reads or writes one element.
     public subscript(index: Int) -> Float {

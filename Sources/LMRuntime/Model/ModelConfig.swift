@@ -88,9 +88,14 @@ public struct ModelConfig: Codable, Sendable, Equatable {
     }
 
     /// Parameters in the weight matrices and norms (classifier counted once when shared).
-    public var parameterCount: Int {
-        let perLayer = 2 * dim + dim * dim * 2 + 2 * kvDim * dim + 3 * dim * hiddenDim
-        return vocabSize * dim * (sharedClassifier ? 1 : 2) + layerCount * perLayer + dim
+    public var parameterCount: Int { Int(parameterMagnitude) }
+
+    /// ``parameterCount`` in `Double`: exact for any model ``validate()`` accepts, and finite
+    /// (never an integer overflow) for absurd dimensions read from a file header.
+    var parameterMagnitude: Double {
+        let d = Double(dim), kv = Double(kvHeadCount) * Double(dim / max(1, headCount))
+        let perLayer = 2 * d + 2 * d * d + 2 * kv * d + 3 * d * Double(hiddenDim)
+        return Double(vocabSize) * d * (sharedClassifier ? 1 : 2) + Double(layerCount) * perLayer + d
     }
 
     /// Checks that the dimensions describe a model the runtime can build.
@@ -111,8 +116,7 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         try require(ropeTheta > 1 && ropeTheta.isFinite, "ropeTheta must exceed 1, got \(ropeTheta)")
         // Keep every buffer index well inside Int32 (BLAS) and memory sane; counted in
         // Double so that absurd headers cannot overflow the check itself.
-        let d = Double(dim), kv = Double(kvHeadCount) * Double(dim / headCount)
-        let parameters = Double(vocabSize) * d * 2 + Double(layerCount) * (2 * d + 2 * d * d + 2 * kv * d + 3 * d * Double(hiddenDim)) + d
+        let parameters = parameterMagnitude
         try require(parameters < 0x1p31, "the model would have \(parameters) parameters; the limit is 2^31")
         try require(contextLength <= 1 << 20, "contextLength \(contextLength) exceeds 1,048,576")
     }

@@ -14,6 +14,10 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
     case unknownModel(name: String, available: [String])
     /// The tokenizer and the model disagree on the vocabulary.
     case vocabularyMismatch(modelVocabSize: Int, tokenizerVocabSize: Int)
+    /// Running the model would need more memory than the limit (``MemoryLimit``); nothing was allocated.
+    case exceedsMemoryLimit(ResourceEstimate, limitBytes: Int)
+    /// The system refused an allocation of this many bytes.
+    case allocationFailed(bytes: Int)
 
     /// A sentence naming the problem.
     public var description: String {
@@ -28,6 +32,9 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
             "no bundled model named '\(name)'; available: \(available.joined(separator: ", "))"
         case let .vocabularyMismatch(model, tokenizer):
             "the model has \(model) vocabulary entries but the tokenizer has \(tokenizer)"
+        case let .exceedsMemoryLimit(estimate, limit):
+            "running the model needs \(estimate), more than the limit of \(limit / 1_000_000) MB (MemoryLimit.bytes)"
+        case let .allocationFailed(bytes): "could not allocate \(bytes) bytes"
         }
     }
 }
@@ -42,6 +49,8 @@ public enum RuntimeError: Error, Equatable, CustomStringConvertible {
     case emptyInput
     /// The cache was built for another model shape.
     case cacheShapeMismatch(expectedLayers: Int, expectedKVDim: Int, layers: Int, kvDim: Int)
+    /// The cache could not grow: the system refused an allocation of this many bytes.
+    case allocationFailed(bytes: Int)
 
     /// A sentence naming the problem.
     public var description: String {
@@ -53,6 +62,7 @@ public enum RuntimeError: Error, Equatable, CustomStringConvertible {
         case .emptyInput: "a forward pass needs at least one token"
         case let .cacheShapeMismatch(el, ek, l, k):
             "the cache has \(l) layers of width \(k) but the model needs \(el) layers of width \(ek)"
+        case let .allocationFailed(bytes): "the cache could not grow: allocating \(bytes) bytes failed"
         }
     }
 }

@@ -9,16 +9,21 @@ extension ModelWeights {
     /// The header is `dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len`
     /// (a negative vocab size means the classifier is stored at the end); float32
     /// tensors follow. The obsolete RoPE tables in the file are skipped and recomputed.
-    /// - Parameter url: the `.bin` file.
-    /// - Throws: ``ModelLoadError`` when the file is unreadable, its header impossible,
-    ///   or it is shorter than the header implies.
-    public static func checkpoint(at url: URL) throws -> ModelWeights {
+    /// - Parameters:
+    ///   - url: the `.bin` file.
+    ///   - memoryLimit: the most bytes running the model may need (``MemoryLimit``): a header
+    ///     whose context or dimensions would need more is refused before anything is allocated.
+    /// - Throws: ``ModelLoadError`` when the file is unreadable, its header impossible or too
+    ///   large to run, or it is shorter than the header implies.
+    public static func checkpoint(at url: URL, memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
         let path = url.path
         let data: Data
         do { data = try Data(contentsOf: url, options: .alwaysMapped) } catch {
             throw ModelLoadError.unreadable(path: path, reason: error.localizedDescription)
         }
         let config = try checkpointConfig(data, path: path, name: url.deletingPathExtension().lastPathComponent)
+        try config.validate()
+        try config.checkResources(limit: memoryLimit)   // before sizes are computed from the header, or anything allocated
         let c = config, l = c.layerCount
         let floatCount = c.vocabSize * c.dim + l * (2 * c.dim + 2 * c.dim * c.dim + 2 * c.kvDim * c.dim
             + 3 * c.dim * c.hiddenDim) + c.dim + c.contextLength * c.headDim + (c.sharedClassifier ? 0 : c.vocabSize * c.dim)
@@ -26,7 +31,7 @@ extension ModelWeights {
         guard data.count >= expected else {
             throw ModelLoadError.truncated(path: path, expectedBytes: expected, actualBytes: data.count)
         }
-        let weights = try ModelWeights(zeroedFor: config)
+        let weights = try ModelWeights(zeroedFor: config, memoryLimit: memoryLimit)
         var offset = checkpointHeaderBytes
         func read(_ targets: [Matrix]) {
             for m in targets {

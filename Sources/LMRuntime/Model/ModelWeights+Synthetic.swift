@@ -11,9 +11,14 @@ extension ModelWeights {
     /// variance, and the classifier gives logits a standard deviation near 2.5.
     /// A shared classifier would make every token predict itself (its own
     /// embedding dominates the residual), so the bundled configs keep it separate.
-    /// - Throws: ``ModelLoadError/invalidDimensions(_:)`` when the config is impossible.
-    public static func synthetic(_ config: ModelConfig, seed: UInt64) throws -> ModelWeights {
-        let weights = try ModelWeights(zeroedFor: config)
+    /// - Parameters:
+    ///   - config: the dimensions.
+    ///   - seed: the generator's seed.
+    ///   - memoryLimit: the most bytes running the model may need (``MemoryLimit``).
+    /// - Throws: ``ModelLoadError/invalidDimensions(_:)`` when the config is impossible,
+    ///   ``ModelLoadError/exceedsMemoryLimit(_:limitBytes:)`` when it would not fit.
+    public static func synthetic(_ config: ModelConfig, seed: UInt64, memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
+        let weights = try ModelWeights(zeroedFor: config, memoryLimit: memoryLimit)
         let residualDamping = 1 / Float(2 * config.layerCount).squareRoot()
         func unit(_ fanIn: Int) -> Float { (3 / Float(fanIn)).squareRoot() }
         var jobs: [(Matrix, Float)] = [(weights.tokenEmbedding, Float(3).squareRoot())]

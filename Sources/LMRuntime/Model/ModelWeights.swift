@@ -46,15 +46,21 @@ public final class ModelWeights: Sendable {
     let storage: FloatBuffer
 
     /// Allocates zeroed weights laid out for `config`.
-    /// - Throws: ``ModelLoadError/invalidDimensions(_:)`` when the config is impossible.
-    init(zeroedFor config: ModelConfig) throws {
+    /// - Throws: ``ModelLoadError/invalidDimensions(_:)`` when the config is impossible,
+    ///   ``ModelLoadError/exceedsMemoryLimit(_:limitBytes:)`` when running it would not fit in
+    ///   `memoryLimit` (checked before allocating anything), ``ModelLoadError/allocationFailed(bytes:)``.
+    init(zeroedFor config: ModelConfig, memoryLimit: Int) throws {
         try config.validate()
+        try config.checkResources(limit: memoryLimit)
         self.config = config
         let d = config.dim, kv = config.kvDim, h = config.hiddenDim
         let perLayer = 2 * d + 2 * d * d + 2 * kv * d + 3 * d * h
         let embedding = config.vocabSize * d
         let total = embedding * (config.sharedClassifier ? 1 : 2) + config.layerCount * perLayer + d
-        let buffer = FloatBuffer(count: total)
+        let buffer: FloatBuffer
+        do { buffer = try FloatBuffer(checkedCount: total) } catch {
+            throw ModelLoadError.allocationFailed(bytes: total * MemoryLayout<Float>.stride)
+        }
         var cursor = 0
         func take(_ rows: Int, _ cols: Int) -> Matrix {
             defer { cursor += rows * cols }

@@ -108,7 +108,7 @@ public final class Transformer: @unchecked Sendable {
         }
         Self.passLock.lock()
         defer { Self.passLock.unlock() }
-        cache.reserve(positions: cache.count + tokens.count)   // before the pass: it allocates nothing
+        try cache.reserve(positions: cache.count + tokens.count)   // before the pass: it allocates nothing
         for start in stride(from: 0, to: tokens.count, by: maxBatch) {
             pass(tokens[start ..< min(tokens.count, start + maxBatch)], cache: cache)
         }

@@ -61,7 +61,7 @@ extension Tokenizer {
     public func serialized() -> Data {
         var data = Data()
         func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
-        u32(UInt32(maxTokenLength))
+        u32(UInt32(max(1, maxTokenLength)))   // an upper bound on lengths; the format needs at least 1
         for (piece, score) in zip(pieces, scores) {
             u32(score.bitPattern)
             u32(UInt32(piece.count))
