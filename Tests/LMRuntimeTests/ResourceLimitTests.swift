@@ -23,7 +23,9 @@ struct ResourceLimitTests {
         } catch let ModelLoadError.exceedsMemoryLimit(reported, limit) {
             #expect(reported == estimate && limit == 64 * Self.gigabyte)
             let message = ModelLoadError.exceedsMemoryLimit(reported, limitBytes: limit).description
-            #expect(message.contains("536870 MB") && message.contains("64000 MB"), "\(message)")
+            #expect(message == "running the model needs weights 383 MB + scratch \(reported.scratchBytes / 1_000_000) MB + "
+                + "full-context K/V 536870 MB = \(reported.totalBytes / 1_000_000) MB, more than the limit of 64000 MB "
+                + "(MemoryLimit.bytes)", "\(message)")
         }
     }
 

@@ -19,7 +19,7 @@ public struct PrefixKey: Hashable, Sendable, CustomStringConvertible {
     /// The keys of `tokens[0..<b]` for each `b` in `boundaries` (ascending, each `≤ tokens.count`),
     /// in one pass over the tokens.
     /// - Complexity: O(max boundary).
-    static func keys(fingerprint: ModelFingerprint, tokens: [Int], at boundaries: [Int]) -> [PrefixKey] {
+    package static func keys(fingerprint: ModelFingerprint, tokens: [Int], at boundaries: [Int]) -> [PrefixKey] {
         var hash = SHA256()
         hash.update(data: fingerprint.bytes)
         var keys: [PrefixKey] = []

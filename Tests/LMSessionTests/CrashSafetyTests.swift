@@ -1,0 +1,121 @@
+import Foundation
+import LMRuntime
+import LMTestSupport
+import ResponseCache
+import Testing
+
+/// Files survive a process killed at any moment: a child process (this test binary, re-launched
+/// to run only ``writerLoop()``) writes entries in a loop and is killed with SIGKILL at random
+/// times; after each kill the directory opens, every entry either reads back whole or is
+/// reported and removed, no temporary file survives the open, and no entry that was complete
+/// before the kill is lost.
+struct CrashSafetyTests {
+    static let roleVariable = "KVSESSION_CRASH_WRITER", directoryVariable = "KVSESSION_CRASH_DIR"
+    static let environment = ProcessInfo.processInfo.environment
+
+    /// The tiny model and the token sequence of prefix-store entry `i` (the writer and the
+    /// checker derive the same ones).
+    static let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(contextLength: 128))
+    static func sequence(_ i: Int) -> [Int] { Fixtures.tokens(count: 24, vocabSize: 300, seed: UInt64(1_000 + i)) }
+
+    /// The child's body: runs only when launched by the kill test.
+    @Test(.enabled(if: environment[roleVariable] != nil, "runs only as the kill test's child process"))
+    func writerLoop() async throws {
+        let directory = URL(fileURLWithPath: try #require(Self.environment[Self.directoryVariable]))
+        switch Self.environment[Self.roleVariable] {
+        case "prefix":
+            let store = PrefixStore(weights: Self.weights, configuration: .persistent(in: directory))
+            let model = Transformer(weights: Self.weights)
+            for i in 0... {
+                let cache = model.makeCache()
+                try model.forward(Self.sequence(i), cache: cache)
+                store.publish(cache, boundaries: [24])
+                store.flush()
+            }
+        default:
+            let cache = ResponseCache<String>(configuration: .init(directory: directory))
+            for i in 0... {
+                _ = try await cache.value(for: CacheKey(parts: ["entry \(i)"])) { String(repeating: "answer \(i) ", count: 200) }
+            }
+        }
+    }
+
+    /// Launches the writer, lets it run 10–120 ms, kills it.
+    static func killWriter(role: String, directory: URL, rng: inout SeededGenerator) throws {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        child.arguments = ["--testing-library", "swift-testing", "--filter", "writerLoop"]
+        var environment = Self.environment
+        environment[roleVariable] = role
+        environment[directoryVariable] = directory.path
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        child.environment = environment
+        child.standardOutput = FileHandle.nullDevice
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        Thread.sleep(forTimeInterval: 0.3 + Double(rng.next() % 110) / 1_000)   // start-up, then a random moment
+        kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+    }
+
+    static func entryFiles(_ directory: URL, suffix: String) -> Set<String> {
+        Set(((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.hasSuffix(suffix) })
+    }
+
+    @Test(.enabled(if: environment[roleVariable] == nil), .timeLimit(.minutes(3)))
+    func prefixStore_survivesKillsAtRandomMoments() async throws {
+        let directory = Fixtures.temporaryFile("crash-prefix")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var rng = SeededGenerator(seed: 5)
+        var complete: Set<String> = []
+        let model = Transformer(weights: Self.weights)
+        for kill in 0 ..< 25 {
+            try Self.killWriter(role: "prefix", directory: directory, rng: &rng)
+            let store = PrefixStore(weights: Self.weights, configuration: .persistent(in: directory))
+            let names = Self.entryFiles(directory, suffix: ".kvp")
+            #expect(complete.subtracting(names).count == 0, "kill \(kill): complete entries were lost")
+            #expect(!(try FileManager.default.contentsOfDirectory(atPath: directory.path)).contains { $0.hasPrefix(".tmp-") })
+            var readable: Set<String> = []
+            for i in 0 ..< 400 {
+                let key = PrefixKey.keys(fingerprint: store.fingerprint, tokens: Self.sequence(i), at: [24])[0]
+                guard names.contains("\(key).kvp") else { continue }
+                let cache = model.makeCache()
+                let restored = store.restore(into: cache, tokens: Self.sequence(i) + [1], boundaries: [24])
+                if restored.fromDisk == 24 {
+                    #expect(try cache.deviationFromFreshPrefill(model).maxRelativeError <= 1e-4)
+                    readable.insert("\(key).kvp")
+                }
+            }
+            // Every file is either whole or was reported and removed, and every entry that was
+            // whole before this kill still is (a rewrite of it must not tear it).
+            #expect(Self.entryFiles(directory, suffix: ".kvp").subtracting(readable).count == 0, "kill \(kill): a bad file stayed")
+            #expect(complete.subtracting(readable).count == 0, "kill \(kill): complete entries no longer read back")
+            #expect(store.statistics.rejectedFiles == names.count - readable.count)
+            complete = readable
+        }
+        #expect(complete.count > 0, "the writer never finished an entry")
+    }
+
+    @Test(.enabled(if: environment[roleVariable] == nil), .timeLimit(.minutes(3)))
+    func responseCache_survivesKillsAtRandomMoments() async throws {
+        let directory = Fixtures.temporaryFile("crash-response")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var rng = SeededGenerator(seed: 6)
+        var complete = 0
+        for kill in 0 ..< 25 {
+            try Self.killWriter(role: "response", directory: directory, rng: &rng)
+            let cache = ResponseCache<String>(configuration: .init(directory: directory))
+            #expect(!(try FileManager.default.contentsOfDirectory(atPath: directory.path)).contains { $0.contains(".tmp-") })
+            var readable = 0
+            for i in 0 ..< 4_000 {
+                let answer = try await cache.value(for: CacheKey(parts: ["entry \(i)"]), policy: .cacheOnly) { "" }
+                guard answer.origin == .disk else { continue }
+                #expect(answer.value == String(repeating: "answer \(i) ", count: 200), "kill \(kill): entry \(i) read back wrong")
+                readable += 1
+            }
+            #expect(readable >= complete, "kill \(kill): complete entries were lost")
+            complete = readable
+        }
+        #expect(complete > 0, "the writer never finished an entry")
+    }
+}
