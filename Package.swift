@@ -29,6 +29,10 @@ let package = Package(
         .target(name: "LMSession", dependencies: ["LMRuntime", "ResponseCache"]),
         .target(name: "ResponseCache", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "KVScenarios", dependencies: ["LMSession", "LMRuntime", "ResponseCache"]),
+        // Fuzzing: the entry points (replayed by the tests), libFuzzer's weak bridge, and the driver.
+        .target(name: "FuzzTargets", dependencies: ["LMRuntime", "LMSession", "ResponseCache"]),
+        .target(name: "CFuzzShim"),
+        .executableTarget(name: "kvfuzz", dependencies: ["FuzzTargets", "CFuzzShim"], path: "Fuzz/kvfuzz"),
         .executableTarget(
             name: "kvbench",
             dependencies: [
@@ -47,6 +51,7 @@ let package = Package(
         ),
         .testTarget(name: "LMSessionTests", dependencies: ["LMSession", "LMRuntime", "LMTestSupport", "ResponseCache"]),
         .testTarget(name: "ResponseCacheTests", dependencies: ["ResponseCache"]),
+        .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "LMTestSupport"]),
         .testTarget(name: "KVBenchTests", dependencies: ["LMTestSupport", "KVScenarios", "LMSession", "kvbench"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,112 @@
+import Foundation
+import LMRuntime
+import LMSession
+import ResponseCache
+
+/// The parsers and file formats the package reads, each behind one entry point that takes any
+/// bytes. An entry point may reject its input with an error (that is the point); it must never
+/// crash, hang or allocate without bound. `kvfuzz` feeds them libFuzzer's inputs, and the test
+/// suite replays the committed corpora and every saved crash through the same entry points.
+public enum FuzzTarget: String, CaseIterable, Sendable {
+    /// A llama2.c checkpoint file (header, then tensors).
+    case checkpoint
+    /// A llama2.c `tokenizer.bin`; a loaded one also encodes and decodes a text.
+    case tokenizer
+    /// A model config (JSON), validated and costed.
+    case config
+    /// A saved transcript (JSON); a decoded one is rehydrated and answered on `tiny`.
+    case transcript
+    /// A response-cache entry file, read by a cache on its directory.
+    case responseCacheEntry = "response-cache-entry"
+    /// A prefix-store file, restored by a store on its directory.
+    case prefixStoreFile = "prefix-store-file"
+
+    /// Runs one input.
+    public func run(_ data: Data) {
+        switch self {
+        case .checkpoint: Self.checkpoint(data)
+        case .tokenizer: Self.tokenizer(data)
+        case .config: Self.config(data)
+        case .transcript: Self.transcript(data)
+        case .responseCacheEntry: Self.responseCacheEntry(data)
+        case .prefixStoreFile: Self.prefixStoreFile(data)
+        }
+    }
+
+    /// Inputs may claim any size; running what they describe is capped here.
+    static let memoryLimit = 256 << 20
+
+    /// A scratch folder of this process's own.
+    static let scratch: URL = {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("kvfuzz-\(getpid())")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }()
+
+    static func checkpoint(_ data: Data) {
+        let url = scratch.appendingPathComponent("model.bin")
+        guard (try? data.write(to: url)) != nil else { return }
+        _ = try? ModelWeights.checkpoint(at: url, memoryLimit: memoryLimit)
+    }
+
+    static func tokenizer(_ data: Data) {
+        guard let tokenizer = try? Tokenizer(serialized: data, vocabSize: nil, path: "fuzz.bin") else { return }
+        let ids = tokenizer.encode("Fuzzing: naïve café, 日本語 🙂 1234.")
+        _ = tokenizer.decode(ids)
+        _ = tokenizer.serialized()
+    }
+
+    static func config(_ data: Data) {
+        guard let config = try? JSONDecoder().decode(ModelConfig.self, from: data), (try? config.validate()) != nil else { return }
+        _ = config.resourceEstimate()
+        _ = try? config.checkResources(limit: memoryLimit)
+    }
+
+    /// The bundled `tiny` model with sharing off, loaded once.
+    static let tiny = SystemLanguageModel(named: "tiny", prefixStore: .memoryOnly(memoryByteLimit: 0))
+
+    static func transcript(_ data: Data) {
+        guard let transcript = try? JSONDecoder().decode(Transcript.self, from: data) else { return }
+        let session = LanguageModelSession(model: tiny, transcript: transcript)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            _ = try? await session.respond(to: "Go on.", options: GenerationOptions(maximumResponseTokens: 1))
+            done.signal()
+        }
+        done.wait()
+    }
+
+    static func responseCacheEntry(_ data: Data) {
+        let directory = scratch.appendingPathComponent("responses")
+        let key = CacheKey(parts: ["fuzz"])
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        guard (try? data.write(to: directory.appendingPathComponent(key.digest + ".entry.json"))) != nil else { return }
+        let cache = ResponseCache<String>(configuration: .init(directory: directory))
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            _ = try? await cache.value(for: key, policy: .cacheOnly) { "" }
+            done.signal()
+        }
+        done.wait()
+    }
+
+    /// The model and tokens a prefix-store input is read for (the seed files were written for them).
+    static let storeWeights = try? ModelWeights.synthetic(
+        ModelConfig(name: "fuzz", dim: 16, hiddenDim: 32, layerCount: 2, headCount: 2, kvHeadCount: 1, vocabSize: 300,
+                    contextLength: 64, weights: .synthetic(seed: 1)), seed: 1)
+    public static let storeTokens = Array(1 ... 24)
+
+    static func prefixStoreFile(_ data: Data) {
+        guard let weights = storeWeights else { return }
+        let directory = scratch.appendingPathComponent("prefixes")
+        let probe = PrefixStore(weights: weights, configuration: .memoryOnly())
+        let key = PrefixKey.keys(fingerprint: probe.fingerprint, tokens: storeTokens, at: [storeTokens.count])[0]
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        guard (try? data.write(to: directory.appendingPathComponent("\(key).kvp"))) != nil else { return }
+        let store = PrefixStore(weights: weights, configuration: .persistent(in: directory))
+        let cache = GrowingKVCache(layerCount: weights.config.layerCount, kvDim: weights.config.kvDim,
+                                   capacity: weights.config.contextLength)
+        store.restore(into: cache, tokens: storeTokens + [1], boundaries: [storeTokens.count])
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
