@@ -95,18 +95,22 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         ModelConfig(name: "fuzz", dim: 16, hiddenDim: 32, layerCount: 2, headCount: 2, kvHeadCount: 1, vocabSize: 300,
                     contextLength: 64, weights: .synthetic(seed: 1)), seed: 1)
     public static let storeTokens = Array(1 ... 24)
+    static let storeFingerprint = storeWeights.map(ModelFingerprint.init)
+    static let storeFile: URL? = storeFingerprint.map { fingerprint in
+        let key = PrefixKey.keys(fingerprint: fingerprint, tokens: storeTokens, at: [storeTokens.count])[0]
+        return scratch.appendingPathComponent("prefixes").appendingPathComponent("\(key).kvp")
+    }
 
     static func prefixStoreFile(_ data: Data) {
-        guard let weights = storeWeights else { return }
-        let directory = scratch.appendingPathComponent("prefixes")
-        let probe = PrefixStore(weights: weights, configuration: .memoryOnly())
-        let key = PrefixKey.keys(fingerprint: probe.fingerprint, tokens: storeTokens, at: [storeTokens.count])[0]
+        guard let weights = storeWeights, let fingerprint = storeFingerprint, let file = storeFile else { return }
+        let directory = file.deletingLastPathComponent()
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        guard (try? data.write(to: directory.appendingPathComponent("\(key).kvp"))) != nil else { return }
-        let store = PrefixStore(weights: weights, configuration: .persistent(in: directory))
-        let cache = GrowingKVCache(layerCount: weights.config.layerCount, kvDim: weights.config.kvDim,
-                                   capacity: weights.config.contextLength)
+        guard (try? data.write(to: file)) != nil else { return }
+        let c = weights.config
+        let store = PrefixStore(fingerprint: fingerprint, layerCount: c.layerCount, kvDim: c.kvDim,
+                                configuration: .persistent(in: directory))
+        let cache = GrowingKVCache(layerCount: c.layerCount, kvDim: c.kvDim, capacity: c.contextLength)
         store.restore(into: cache, tokens: storeTokens + [1], boundaries: [storeTokens.count])
-        try? FileManager.default.removeItem(at: directory)
+        try? FileManager.default.removeItem(at: file)
     }
 }

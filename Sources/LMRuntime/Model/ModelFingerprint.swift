@@ -34,7 +34,7 @@ public struct ModelFingerprint: Hashable, Sendable, CustomStringConvertible {
         sample.reserveCapacity(4 * samples)
         for i in 0 ..< samples {
             let bits = storage[i * storage.count / samples].bitPattern
-            sample += [UInt8(bits & 0xFF), UInt8(bits >> 8 & 0xFF), UInt8(bits >> 16 & 0xFF), UInt8(bits >> 24)]
+            for shift in stride(from: 0, to: 32, by: 8) { sample.append(UInt8(truncatingIfNeeded: bits >> shift)) }
         }
         hash.update(data: sample)
         bytes = Array(hash.finalize())
