@@ -135,8 +135,16 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     }
 
     /// Writes `entry` in the background (atomically; a failure is counted and reported).
+    /// A file already held for the key (rows restored from disk and published again) is only
+    /// marked as used: same key, same tokens, same model, so the same rows.
     func write(_ entry: PrefixStore.Entry, rows: [Matrix]) {
         queue.async { [self] in
+            if contains(entry.key) {
+                let now = Date()
+                try? FileManager.default.setAttributes([.modificationDate: now], ofItemAtPath: fileURL(entry.key).path)
+                state.withLock { $0.files[entry.key]?.lastUse = now }
+                return
+            }
             do {
                 let data = try encode(entry, rows: rows)
                 let url = fileURL(entry.key)
