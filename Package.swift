@@ -1,4 +1,5 @@
 // swift-tools-version:6.0
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
@@ -15,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
     ],
     targets: [
         // OpenBLAS through pkg-config; Debian/Ubuntu ship it as libopenblas-dev.
@@ -26,7 +28,15 @@ let package = Package(
         // The elementwise kernels with AVX2+FMA bodies chosen at run time (no build flags needed).
         .target(name: "CKernels"),
         .target(name: "LMRuntime", dependencies: ["COpenBLAS", "CKernels", .product(name: "Crypto", package: "swift-crypto")]),
-        .target(name: "LMSession", dependencies: ["LMRuntime", "ResponseCache"]),
+        // @Generable and @Guide (guided generation), built with swift-syntax.
+        .macro(
+            name: "LMSessionMacros",
+            dependencies: [
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ]
+        ),
+        .target(name: "LMSession", dependencies: ["LMRuntime", "ResponseCache", "LMSessionMacros"]),
         .target(name: "ResponseCache", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "KVScenarios", dependencies: ["LMSession", "LMRuntime", "ResponseCache"]),
         // Fuzzing: the entry points (replayed by the tests), libFuzzer's weak bridge, and the driver.
@@ -51,6 +61,10 @@ let package = Package(
         ),
         .testTarget(name: "LMSessionTests", dependencies: ["LMSession", "LMRuntime", "LMTestSupport", "ResponseCache"]),
         .testTarget(name: "ResponseCacheTests", dependencies: ["ResponseCache"]),
+        .testTarget(
+            name: "LMSessionMacrosTests",
+            dependencies: ["LMSessionMacros", .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax")]
+        ),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "LMTestSupport"]),
         .testTarget(name: "KVBenchTests", dependencies: ["LMTestSupport", "KVScenarios", "LMSession", "kvbench"]),
     ],

@@ -22,6 +22,9 @@ public struct InvalidationReport: Sendable, Equatable, CustomStringConvertible {
         case prompt
         /// The marker that opens the response.
         case responseHeader
+        /// The schema text of a guided-generation request (`includeSchemaInPrompt: true`),
+        /// rendered after the new prompt.
+        case responseSchema(name: String)
 
         /// A short phrase naming the segment.
         public var description: String {
@@ -31,6 +34,7 @@ public struct InvalidationReport: Sendable, Equatable, CustomStringConvertible {
             case let .transcriptEntry(index, kind): "transcript entry \(index) (\(kind))"
             case .prompt: "the new prompt"
             case .responseHeader: "the response header"
+            case let .responseSchema(name): "the response schema '\(name)'"
             }
         }
     }

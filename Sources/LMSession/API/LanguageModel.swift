@@ -17,6 +17,8 @@ public final class LoadedModel: Sendable {
     /// launches): a session whose rendered tokens begin with a stored prefix copies its rows
     /// instead of computing them.
     public let prefixStore: PrefixStore
+    /// Compiled schemas and the vocabulary view guided generation uses.
+    let grammars: GrammarCache
 
     /// Bundles weights and a tokenizer.
     /// - Parameters:
@@ -38,6 +40,7 @@ public final class LoadedModel: Sendable {
         self.tokenizer = tokenizer
         self.name = name ?? weights.config.name
         transformer = Transformer(weights: weights)
+        grammars = GrammarCache(tokenizer: tokenizer)
         self.prefixStore = PrefixStore(weights: weights, configuration: prefixStore)
     }
 }

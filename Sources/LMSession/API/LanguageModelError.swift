@@ -10,6 +10,11 @@ public enum LanguageModelError: Error, Equatable, CustomStringConvertible {
     case toolCallFailed(toolName: String, reason: String)
     /// The runtime refused the request (a token outside the vocabulary, ...).
     case runtime(String)
+    /// A guided-generation schema the constrained decoder cannot follow.
+    case unsupportedSchema(GenerationSchema.SchemaError)
+    /// Generated content could not be read as the requested type (a conversion the type's
+    /// own initializer refused; the decoder itself never produces malformed content).
+    case decodingFailure(GeneratedContentError)
 
     /// The numbers behind a ``contextSizeExceeded(_:)`` error.
     public struct ContextSizeExceeded: Sendable, Equatable {
@@ -33,6 +38,8 @@ public enum LanguageModelError: Error, Equatable, CustomStringConvertible {
         case let .invalidOptions(message): "invalid generation options: \(message)"
         case let .toolCallFailed(name, reason): "tool call to '\(name)' failed: \(reason)"
         case let .runtime(message): "the model refused the request: \(message)"
+        case let .unsupportedSchema(error): "unsupported schema: \(error)"
+        case let .decodingFailure(error): "the response could not be read as the requested type: \(error)"
         }
     }
 }

@@ -16,7 +16,7 @@ extension LanguageModelSession {
     ///   `CancellationError`. A request that throws leaves the transcript as it was (except as
     ///   ``transcriptErrorHandlingPolicy`` says for a response cut off mid-way) and the cache exact.
     public func respond(to prompt: Prompt, options: GenerationOptions = GenerationOptions()) async throws -> Response<String> {
-        try await perform(prompt, options: options) { _ in }
+        try await perform(prompt, options: options, format: nil) { _ in }.response
     }
 
     /// Responds to a prompt given as a string.
@@ -27,21 +27,7 @@ extension LanguageModelSession {
     /// Streams the response to `prompt` as growing snapshots; ``ResponseStream/collect()``
     /// gives the final ``Response``. Cancelling the consuming task cancels generation.
     public func streamResponse(to prompt: Prompt, options: GenerationOptions = GenerationOptions()) -> ResponseStream<String> {
-        let (stream, continuation) = AsyncThrowingStream<ResponseStream<String>.Snapshot, any Error>.makeStream()
-        let task = Task<Response<String>, any Error> {
-            do {
-                let response = try await perform(prompt, options: options) { snapshot in continuation.yield(snapshot) }
-                continuation.finish()
-                return response
-            } catch {
-                continuation.finish(throwing: error)
-                throw error
-            }
-        }
-        continuation.onTermination = { termination in
-            if case .cancelled = termination { task.cancel() }
-        }
-        return ResponseStream(stream: stream, task: task)
+        stream(prompt, options: options, format: nil)
     }
 
     /// Streams the response to a prompt given as a string.
@@ -92,9 +78,39 @@ extension LanguageModelSession {
         state.withLock { $0.usage.computedTokenCount += result.computed; $0.usage.prefillDuration += result.duration }
     }
 
-    /// Steps 1–7 for one prompt; `onSnapshot` sees each generated token.
-    func perform(_ prompt: Prompt, options: GenerationOptions,
-                 onSnapshot: @escaping @Sendable (ResponseStream<String>.Snapshot) -> Void) async throws -> Response<String> {
+    /// Streams `perform`'s snapshots, converted to `Content`.
+    func stream<Content: Generable>(_ prompt: Prompt, options: GenerationOptions,
+                                    format: Transcript.ResponseFormat?) -> ResponseStream<Content> {
+        let (stream, continuation) = AsyncThrowingStream<ResponseStream<Content>.Snapshot, any Error>.makeStream()
+        let task = Task<Response<Content>, any Error> {
+            do {
+                let (response, raw) = try await perform(prompt, options: options, format: format) { snapshot in
+                    guard let content = try? Content.PartiallyGenerated(snapshot.raw) else { return }
+                    continuation.yield(.init(content: content, rawContent: snapshot.raw, usage: snapshot.usage))
+                }
+                continuation.finish()
+                return try response.converted(raw)
+            } catch {
+                continuation.finish(throwing: error)
+                throw error
+            }
+        }
+        continuation.onTermination = { termination in
+            if case .cancelled = termination { task.cancel() }
+        }
+        return ResponseStream(stream: stream, task: task)
+    }
+
+    /// What `perform` shows after each token: the content so far.
+    struct PartialSnapshot: Sendable {
+        var raw: GeneratedContent
+        var usage: Usage
+    }
+
+    /// Steps 1–7 for one prompt; `onSnapshot` sees the content after each generated token.
+    /// With a `format`, every token is constrained to the schema and the result is its value.
+    func perform(_ prompt: Prompt, options: GenerationOptions, format: Transcript.ResponseFormat?,
+                 onSnapshot: @escaping @Sendable (PartialSnapshot) -> Void) async throws -> (response: Response<String>, raw: GeneratedContent) {
         let started = ContinuousClock.now
         let pendingPrewarm = try state.withLock { state -> Task<Void, Never>? in
             guard !state.isResponding else { throw LanguageModelError.concurrentRequests }
@@ -111,15 +127,30 @@ extension LanguageModelSession {
         let (profile, components, stored) = try await resolve(runHooks: true)
         var decoding = try decodingPlan(options, profile: profile)
         decoding.toolsOffered = components.contains { if case .tool = $0 { true } else { false } }
+        // Guided generation: the schema's compiled grammar (cached per model) constrains every token.
+        let lent = try format.map { format in
+            do { return try engine.model.grammars.take(format.schema) } catch let error as GenerationSchema.SchemaError {
+                throw LanguageModelError.unsupportedSchema(error)
+            }
+        }
+        defer { if let lent { engine.model.grammars.giveBack(lent.0, key: lent.key) } }
+        if let lent {
+            let guide = GuidedDecoder(masker: lent.0, stopToken: engine.renderer.end)
+            if let budget = decoding.budget, budget < guide.remaining {
+                throw LanguageModelError.invalidOptions(
+                    "maximumResponseTokens \(budget) cannot hold the shortest valid \(format!.name) (\(guide.remaining) tokens)")
+            }
+            decoding.guide = guide
+        }
         // 2. The stateless transform sees a copy (the new prompt included); the stored transcript is untouched.
-        let promptEntry = Transcript.Entry.prompt(.init(text: prompt.text))
+        let promptEntry = Transcript.Entry.prompt(.init(text: prompt.text, responseFormat: format))
         let seen = transform(stored + [promptEntry], with: profile)
         // 3. Render segment by segment.
         var rendered = engine.renderer.render(components, history: seen, prompt: nil)
         // 5. Check the window before computing anything: the response budget is reserved
         //    (one token when there is no limit).
         let contextSize = engine.contextSize
-        let reserved = decoding.budget ?? 1
+        let reserved = decoding.budget ?? max(1, decoding.guide?.remaining ?? 1)
         guard rendered.tokens.count + reserved <= contextSize else {
             throw LanguageModelError.contextSizeExceeded(.init(
                 contextSize: contextSize, tokenCount: rendered.tokens.count + reserved,
@@ -139,7 +170,9 @@ extension LanguageModelSession {
                                                started: started) { tokens in
                     var snapshotUsage = Usage()
                     snapshotUsage.output.totalTokenCount = tokens.count
-                    onSnapshot(.init(content: Self.text(tokens, tokenizer), usage: snapshotUsage))
+                    let raw = format == nil ? GeneratedContent(kind: .string(Self.text(tokens, tokenizer)), isComplete: false)
+                        : (try? GeneratedContent.partial(json: tokens.flatMap { tokenizer.bytes(of: $0, after: nil) })) ?? nil
+                    if let raw { onSnapshot(.init(raw: raw, usage: snapshotUsage)) }
                 }
             } catch let error as RuntimeError {
                 throw LanguageModelError.runtime(error.description)
@@ -165,7 +198,17 @@ extension LanguageModelSession {
             round += 1
         } while true
         usage.output.totalTokenCount = outcome.generated.count
-        let response = Transcript.Response(text: Self.text(outcome.generated, tokenizer), tokenIDs: outcome.generated)
+        let text = Self.text(outcome.generated, tokenizer)
+        var raw = GeneratedContent(kind: .string(text))
+        var structure: Transcript.StructuredSegment?
+        if let format, outcome.ending != .contextFull {
+            do { raw = try GeneratedContent(json: text) } catch let error as GeneratedContentError {
+                throw LanguageModelError.decodingFailure(error)
+            }
+            structure = .init(source: format.name, content: raw)
+        }
+        usage.guidedMaskNanoseconds = decoding.guide?.maskNanoseconds ?? []
+        let response = Transcript.Response(text: text, tokenIDs: outcome.generated, structure: structure)
 
         if outcome.ending == .contextFull {
             // The window filled mid-response: the policy decides what the transcript keeps.
@@ -183,7 +226,8 @@ extension LanguageModelSession {
         let entries = added + [.response(response)]
         record(profile: profile, components: components, added: entries, usage: usage)
         try await runResponseHooks(profile)
-        return Response(content: response.text, transcriptEntries: ArraySlice(entries), usage: usage, invalidation: invalidation)
+        return (Response(content: response.text, rawContent: raw, transcriptEntries: ArraySlice(entries), usage: usage,
+                         invalidation: invalidation), raw)
     }
 
     /// Resolves the active profile and its instructions inside a session context, running
@@ -281,11 +325,14 @@ extension LanguageModelSession {
 }
 
 /// The snapshots of a streamed response, as an `AsyncSequence`.
-public struct ResponseStream<Content: Sendable>: AsyncSequence, Sendable {
+public struct ResponseStream<Content: Generable>: AsyncSequence, Sendable {
     /// The response so far.
     public struct Snapshot: Sendable {
-        /// The content generated so far.
-        public var content: Content
+        /// The content generated so far, in its partial form (the text so far, for a string;
+        /// a value whose unfinished properties are `nil`, for a generable structure).
+        public var content: Content.PartiallyGenerated
+        /// The content generated so far, as partial ``GeneratedContent``.
+        public var rawContent: GeneratedContent
         /// Counts so far (`output.totalTokenCount` grows with each snapshot).
         public var usage: LanguageModelSession.Usage
     }

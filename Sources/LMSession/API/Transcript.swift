@@ -67,8 +67,66 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
     public struct Prompt: Sendable, Equatable, Codable {
         /// The prompt text.
         public var text: String
+        /// The structure the response had to have, for a guided-generation request.
+        public var responseFormat: ResponseFormat?
         /// A prompt entry with `text`.
-        public init(text: String) { self.text = text }
+        public init(text: String, responseFormat: ResponseFormat? = nil) {
+            self.text = text
+            self.responseFormat = responseFormat
+        }
+    }
+
+    /// The schema a guided-generation request asked for.
+    public struct ResponseFormat: Sendable, Equatable, Codable {
+        /// The schema's name (the generable type's, or the dynamic schema's).
+        public var name: String
+        /// The schema.
+        public var schema: GenerationSchema
+        /// Whether the schema's text was part of the prompt the model read
+        /// (`includeSchemaInPrompt`); it is rendered again wherever the prompt is.
+        public var isIncludedInPrompt: Bool
+
+        /// The format of a schema.
+        public init(schema: GenerationSchema, isIncludedInPrompt: Bool = true) {
+            name = schema.name
+            self.schema = schema
+            self.isIncludedInPrompt = isIncludedInPrompt
+        }
+
+        /// The format of a generable type.
+        public init<Content: Generable>(type: Content.Type, isIncludedInPrompt: Bool = true) {
+            self.init(schema: Content.generationSchema, isIncludedInPrompt: isIncludedInPrompt)
+            name = String(describing: type)
+        }
+    }
+
+    /// A part of an entry's content.
+    public enum Segment: Sendable, Equatable {
+        /// Text.
+        case text(TextSegment)
+        /// A structured value.
+        case structure(StructuredSegment)
+    }
+
+    /// Text content.
+    public struct TextSegment: Sendable, Equatable {
+        /// The text.
+        public var content: String
+        /// A text segment.
+        public init(content: String) { self.content = content }
+    }
+
+    /// A structured value and the schema it was generated under.
+    public struct StructuredSegment: Sendable, Equatable, Codable {
+        /// The schema's name.
+        public var source: String
+        /// The value.
+        public var content: GeneratedContent
+        /// A structured segment.
+        public init(source: String, content: GeneratedContent) {
+            self.source = source
+            self.content = content
+        }
     }
 
     /// A tool the model may call, as the model sees it.
@@ -135,10 +193,18 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
         public var text: String
         /// The generated token ids (stop token excluded).
         public var tokenIDs: [Int]
+        /// The value, for a guided-generation response (`text` is then its JSON).
+        public var structure: StructuredSegment?
         /// A response entry.
-        public init(text: String, tokenIDs: [Int]) {
+        public init(text: String, tokenIDs: [Int], structure: StructuredSegment? = nil) {
             self.text = text
             self.tokenIDs = tokenIDs
+            self.structure = structure
+        }
+
+        /// The content: one structured segment for a guided response, one text segment otherwise.
+        public var segments: [Segment] {
+            structure.map { [.structure($0)] } ?? [.text(TextSegment(content: text))]
         }
     }
 }

@@ -26,7 +26,7 @@ struct RenderedPrompt: Sendable, Equatable {
             switch $0.segment {
             case .instructions, .toolDefinition: $0.range.upperBound == preambleEnd
             case let .transcriptEntry(_, kind): kind == "response"
-            case .prompt, .responseHeader: false
+            case .prompt, .responseHeader, .responseSchema: false
             }
         }.map(\.range.upperBound)
     }
@@ -105,7 +105,7 @@ struct PromptRenderer: Sendable {
         case let .instructions(i):
             out.append(text(i.texts.joined(separator: "\n")), as: segment)
         case let .prompt(p):
-            out.append(user + text(p.text) + [end], as: segment)
+            out.append(user + text(p.text) + [end] + schemaTokens(p.responseFormat), as: segment)
         case let .response(r):
             out.append(assistant + r.tokenIDs + [end], as: segment)
         case let .toolCalls(calls):
@@ -124,6 +124,9 @@ struct PromptRenderer: Sendable {
             // The new prompt closes the history; it is reported as "the new prompt".
             if prompt == nil, i == history.count - 1, case let .prompt(p) = entry {
                 out.append(user + text(p.text) + [end], as: .prompt)
+                if let format = p.responseFormat, format.isIncludedInPrompt {
+                    out.append(schemaTokens(format), as: .responseSchema(name: format.name))
+                }
             } else {
                 renderEntry(entry, index: i, into: &out)
             }
@@ -131,6 +134,22 @@ struct PromptRenderer: Sendable {
         if let prompt { out.append(user + text(prompt) + [end], as: .prompt) }
         if header { out.append(assistant, as: .responseHeader) }
         return out
+    }
+
+    /// The schema segment that follows a guided-generation prompt: `<|system|> Respond with
+    /// JSON ... <|end|>`, or nothing when the request left the schema out of the prompt.
+    ///
+    /// It comes after the prompt, not in the instructions: a schema that changes between
+    /// requests then never invalidates the instructions' or the history's cache, and a
+    /// session that declares its schema once in its instructions can send
+    /// `includeSchemaInPrompt: false` and pay nothing per request.
+    func schemaTokens(_ format: Transcript.ResponseFormat?) -> [Int] {
+        guard let format, format.isIncludedInPrompt else { return [] }
+        return system + text(Self.describe(format)) + [end]
+    }
+
+    static func describe(_ format: Transcript.ResponseFormat) -> String {
+        "Respond with JSON for \(format.name): \(SchemaText.render(format.schema.root))"
     }
 
     /// The tokens a prompt prefix renders to (no closing marker), for prewarming.

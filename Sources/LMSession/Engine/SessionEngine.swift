@@ -34,6 +34,8 @@ struct Decoding: Sendable {
     var steering: (@Sendable (_ generated: [Int]) -> Int?)?
     /// Whether `<|tool_call|>` starts a call (only when the request offers tools).
     var toolsOffered: Bool
+    /// Constrains every token to a schema (guided generation); `nil` for free text.
+    var guide: GuidedDecoder? = nil
 }
 
 /// A session's KV cache and renderer, run on its model's shared transformer; requests run
@@ -121,10 +123,18 @@ actor SessionEngine {
         let decodeStart = clock.now
         var callStart: Int?
         let budget = decoding.budget ?? Int.max
+        let limit = min(cache.capacity, contextSize)
         while budget > 0 {
             try Task.checkCancellation()
+            // Guided generation: mask the logits to the tokens that keep the value valid and finishable
+            // within what is left of the budget and the window.
+            decoding.guide?.constrain(logits, budget: min(budget - outcome.generated.count, limit - cache.count + 1))
             let next: Int
-            if let forced = decoding.steering?(outcome.generated) { next = forced } else { next = sampler.sample(logits) }
+            if let forced = decoding.steering?(outcome.generated), decoding.guide?.allows(forced) ?? true {
+                next = forced
+            } else {
+                next = sampler.sample(logits)
+            }
             if outcome.firstToken == nil { outcome.firstToken = started.duration(to: clock.now) }
             if next == renderer.toolCall, callStart == nil, decoding.toolsOffered { callStart = outcome.generated.count }
             if stops.contains(next) {
@@ -136,10 +146,14 @@ actor SessionEngine {
             }
             outcome.generated.append(next)
             if callStart == nil { onToken(outcome.generated) }
+            if let guide = decoding.guide {
+                guide.accept(next)
+                if guide.isFinished { outcome.pending = next; break }
+            }
             // The budget covers every generated token, an unfinished tool call's included (it then
             // stays in the response). The last token is not run here: close(after:) runs it.
             if outcome.generated.count >= budget { outcome.pending = next; break }
-            guard cache.count < min(cache.capacity, contextSize) else {
+            guard cache.count < limit else {
                 outcome.pending = next
                 outcome.ending = .contextFull
                 break

@@ -1,0 +1,56 @@
+/// A set of bytes, as four 64-bit words.
+struct ByteSet: Hashable, Sendable {
+    var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+
+    static func == (a: ByteSet, b: ByteSet) -> Bool {
+        a.words.0 == b.words.0 && a.words.1 == b.words.1 && a.words.2 == b.words.2 && a.words.3 == b.words.3
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(words.0); hasher.combine(words.1); hasher.combine(words.2); hasher.combine(words.3)
+    }
+
+    init() {}
+
+    init(_ bytes: some Sequence<UInt8>) { for b in bytes { insert(b) } }
+
+    init(range: ClosedRange<UInt8>) { for b in range { insert(b) } }
+
+    func contains(_ b: UInt8) -> Bool {
+        let bit = UInt64(1) << UInt64(b & 63)
+        switch b >> 6 {
+        case 0: return words.0 & bit != 0
+        case 1: return words.1 & bit != 0
+        case 2: return words.2 & bit != 0
+        default: return words.3 & bit != 0
+        }
+    }
+
+    mutating func insert(_ b: UInt8) {
+        let bit = UInt64(1) << UInt64(b & 63)
+        switch b >> 6 {
+        case 0: words.0 |= bit
+        case 1: words.1 |= bit
+        case 2: words.2 |= bit
+        default: words.3 |= bit
+        }
+    }
+
+    func union(_ o: ByteSet) -> ByteSet {
+        var r = self
+        r.words = (words.0 | o.words.0, words.1 | o.words.1, words.2 | o.words.2, words.3 | o.words.3)
+        return r
+    }
+
+    func subtracting(_ o: ByteSet) -> ByteSet {
+        var r = self
+        r.words = (words.0 & ~o.words.0, words.1 & ~o.words.1, words.2 & ~o.words.2, words.3 & ~o.words.3)
+        return r
+    }
+
+    var inverted: ByteSet { ByteSet.all.subtracting(self) }
+
+    static let all = ByteSet(range: 0 ... 255)
+    /// Bytes a JSON string may hold unescaped: no control characters, quote or backslash.
+    static let stringContent = ByteSet(range: 0x20 ... 0xFF).subtracting(ByteSet([0x22, 0x5C]))
+}

@@ -1,0 +1,215 @@
+/// Where decoding stands in a ``SchemaGrammar``: a stack of frames, the innermost on top.
+///
+/// Fed one byte at a time, it either accepts the byte or refuses it (and must then be
+/// discarded: callers feed a copy). ``remaining`` bounds the tokens that finish a valid
+/// value from here: the sum over the open parts of the fewest tokens each needs (literals
+/// and choices spelled with the vocabulary's longest fitting pieces, other bytes one token
+/// each). Some single token always lowers it by at least one (the first token of the
+/// cheapest spelling of what comes next), which is what makes decoding budget-aware
+/// (see ``TokenMasker``).
+struct GrammarState {
+    /// One open value. The fields' meaning depends on the node:
+    /// sequence: `a` item index, `b` position in a literal; array: `a` element count, `b` stage;
+    /// string: `a` stage (0 before the opening quote), `b` UTF-8 continuation bytes pending;
+    /// pattern: `a` stage, `b` automaton state; choice: `a` trie node; number: `number`.
+    struct Frame: Hashable {
+        var node: Int
+        var a = 0
+        var b = 0
+        var number = NumberRule.State()
+        /// Bytes the frames below need once this one is complete.
+        var below = 0
+    }
+
+    let grammar: SchemaGrammar
+    private(set) var top: Frame?
+    private(set) var stack: [Frame] = []
+    /// A state holding one frame alone: popping it (a number included) finishes the state.
+    private var isolated = false
+
+    init(_ grammar: SchemaGrammar) {
+        self.grammar = grammar
+        top = Frame(node: grammar.root)
+    }
+
+    /// A state holding only `frame` (to classify tokens by what they do to it alone).
+    init(_ grammar: SchemaGrammar, isolating frame: Frame) {
+        self.grammar = grammar
+        var f = frame
+        f.below = 0
+        top = f
+        isolated = true
+    }
+
+    /// Whether the value is complete and nothing more can follow.
+    var isFinished: Bool { top == nil }
+
+    /// Whether generation may stop here: finished, or a top-level number that is complete.
+    var canStop: Bool {
+        guard let top else { return true }
+        if stack.isEmpty, case let .number(rule) = grammar.nodes[top.node] { return rule.isComplete(top.number) }
+        return false
+    }
+
+    /// How deep the stack is (0 when finished).
+    var depth: Int { top == nil ? 0 : stack.count + 1 }
+
+    /// The fewest bytes that complete a valid value from here.
+    var remaining: Int {
+        guard let top else { return 0 }
+        return top.below + Self.remaining(in: top, grammar)
+    }
+
+    static func remaining(in f: Frame, _ g: SchemaGrammar) -> Int {
+        switch g.nodes[f.node] {
+        case let .sequence(items):
+            var n = 0
+            for (i, item) in items.enumerated() where i >= f.a {
+                switch item {
+                case let .literal(_, costs): n += costs[i == f.a ? f.b : 0]
+                case let .value(v): n += g.minimumLength[v]
+                }
+            }
+            return n
+        case let .array(element, minimum, _):
+            let e = g.minimumLength[element]
+            switch f.b {
+            case 0: return g.minimumLength[f.node]
+            case 1: return minimum == 0 ? 1 : minimum * e + minimum - 1 + 1
+            case 2: return f.a >= minimum ? 1 : (minimum - f.a) * (e + 1) + 1
+            default: return e + (f.a + 1 >= minimum ? 1 : (minimum - f.a - 1) * (e + 1) + 1)
+            }
+        case .string: return f.a == 0 ? 2 : f.b + 1
+        case let .pattern(p): return f.a == 0 ? 2 + p.distance[p.start] : p.distance[f.b] + 1
+        case let .choice(trie): return trie.distance[f.a]
+        case let .number(rule): return rule.remaining(f.number) ?? Int.max / 4
+        case let .nullable(inner, _): return min(4, g.minimumLength[inner])
+        }
+    }
+
+    private mutating func push(_ node: Int) {
+        let parent = top!
+        stack.append(parent)
+        top = Frame(node: node, below: parent.below + Self.remaining(in: parent, grammar))
+    }
+
+    private mutating func pop() { top = stack.popLast() }
+
+    /// Feeds one byte; returns false when the grammar refuses it (the state is then invalid).
+    mutating func feed(_ c: UInt8) -> Bool {
+        while true {
+            guard var f = top else { return false }
+            switch grammar.nodes[f.node] {
+            case let .sequence(items):
+                switch items[f.a] {
+                case let .literal(bytes, _):
+                    guard bytes[f.b] == c else { return false }
+                    f.b += 1
+                    if f.b == bytes.count { f.a += 1; f.b = 0 }
+                    top = f
+                    if f.a == items.count { pop() }
+                    return true
+                case let .value(v):
+                    f.a += 1
+                    top = f
+                    push(v)
+                }
+            case let .array(element, minimum, maximum):
+                switch f.b {
+                case 0:
+                    guard c == UInt8(ascii: "[") else { return false }
+                    f.b = 1
+                    top = f
+                    return true
+                case 1, 3:
+                    if f.b == 1, c == UInt8(ascii: "]") {
+                        guard minimum == 0 else { return false }
+                        pop()
+                        return true
+                    }
+                    guard f.a < maximum else { return false }
+                    f.a += 1
+                    f.b = 2
+                    top = f
+                    push(element)
+                default:
+                    if c == UInt8(ascii: ","), f.a < maximum {
+                        f.b = 3
+                        top = f
+                        return true
+                    }
+                    if c == UInt8(ascii: "]"), f.a >= minimum {
+                        pop()
+                        return true
+                    }
+                    return false
+                }
+            case .string:
+                if f.a == 0 {
+                    guard c == UInt8(ascii: "\"") else { return false }
+                    f.a = 1
+                } else if f.b > 0 {
+                    guard c & 0xC0 == 0x80 else { return false }
+                    f.b -= 1
+                } else if c == UInt8(ascii: "\"") {
+                    pop()
+                    return true
+                } else {
+                    guard ByteSet.stringContent.contains(c) else { return false }
+                    switch c {
+                    case 0x00 ..< 0x80: break
+                    case 0xC2 ... 0xDF: f.b = 1
+                    case 0xE0 ... 0xEF: f.b = 2
+                    case 0xF0 ... 0xF4: f.b = 3
+                    default: return false
+                    }
+                }
+                top = f
+                return true
+            case let .pattern(p):
+                if f.a == 0 {
+                    guard c == UInt8(ascii: "\"") else { return false }
+                    f.a = 1
+                    f.b = p.start
+                } else if c == UInt8(ascii: "\"") {
+                    guard p.accepting[f.b] else { return false }
+                    pop()
+                    return true
+                } else {
+                    let n = p.step(f.b, c)
+                    guard n >= 0, p.distance[n] != Int.max else { return false }
+                    f.b = n
+                }
+                top = f
+                return true
+            case let .choice(trie):
+                guard let child = trie.child(f.a, c) else { return false }
+                f.a = child
+                top = f
+                if trie.isLeaf(child) { pop() }
+                return true
+            case let .number(rule):
+                if let n = rule.step(f.number, c) {
+                    f.number = n
+                    top = f
+                    return true
+                }
+                // Not part of the number: it ends here if it may, and the byte goes to the parent.
+                guard rule.isComplete(f.number), !stack.isEmpty || isolated else { return false }
+                if stack.isEmpty {
+                    top = nil
+                    return false
+                }
+                pop()
+            case let .nullable(inner, null):
+                top = Frame(node: c == UInt8(ascii: "n") ? null : inner, below: f.below)
+            }
+        }
+    }
+
+    /// Feeds `bytes`; false when any is refused.
+    mutating func feed(_ bytes: [UInt8]) -> Bool {
+        for c in bytes where !feed(c) { return false }
+        return true
+    }
+}

@@ -1,0 +1,358 @@
+/// A regular expression compiled to a deterministic automaton over UTF-8 bytes, so the
+/// decoder can tell after every byte whether a whole match is still reachable, and how many
+/// bytes away the nearest one is.
+///
+/// Supported: literals (any UTF-8), `.`, classes `[a-z]`/`[^...]`, escapes `\d \w \s \D \W \S`
+/// and escaped punctuation, groups `(...)`/`(?:...)`, alternation `|`, quantifiers
+/// `* + ? {n} {n,} {n,m}` (a trailing `?` or `+` on a quantifier is accepted and ignored), and
+/// `^`/`$` at the ends. Not supported (a typed error names it): backreferences, lookaround,
+/// counted repetition above 64. A match can never contain `"`, `\` or control characters
+/// (they would need escapes inside a JSON string); `.` and negated classes exclude them.
+struct PatternAutomaton: Sendable {
+    /// Transitions: `next[state * 256 + byte]`, or -1.
+    let next: [Int32]
+    /// Whether each state is a whole match.
+    let accepting: [Bool]
+    /// Bytes to the nearest whole match from each state (`Int.max` when none is reachable).
+    let distance: [Int]
+    let start: Int
+    /// The largest finite distance (how much budget a match may need from any live state).
+    let maximumDistance: Int
+
+    static let maximumStates = 4096
+    static let maximumRepetition = 64
+
+    init(_ pattern: String) throws {
+        var parser = PatternParser(Array(pattern.utf8), pattern: pattern)
+        let ast = try parser.parse()
+        var nfa = NFA()
+        let (s, e) = try nfa.build(ast, pattern: pattern)
+        nfa.accept = e
+        // Subset construction over the 256 bytes (content bytes only).
+        var sets: [[Int]] = [nfa.closure([s])]
+        var index: [[Int]: Int] = [sets[0]: 0]
+        var next: [Int32] = []
+        var i = 0
+        while i < sets.count {
+            var row = [Int32](repeating: -1, count: 256)
+            for b in 0 ... 255 where ByteSet.stringContent.contains(UInt8(b)) {
+                var targets: [Int] = []
+                for state in sets[i] {
+                    for (set, to) in nfa.edges[state] where set.contains(UInt8(b)) { targets.append(to) }
+                }
+                guard !targets.isEmpty else { continue }
+                let closed = nfa.closure(targets)
+                if let existing = index[closed] {
+                    row[b] = Int32(existing)
+                } else {
+                    guard sets.count < Self.maximumStates else {
+                        throw GenerationSchema.SchemaError.unsupportedPattern(pattern, reason: "more than \(Self.maximumStates) automaton states")
+                    }
+                    index[closed] = sets.count
+                    row[b] = Int32(sets.count)
+                    sets.append(closed)
+                }
+            }
+            next += row
+            i += 1
+        }
+        accepting = sets.map { $0.contains(e) }
+        // Distances by backward breadth-first search from the accepting states.
+        var distance = accepting.map { $0 ? 0 : Int.max }
+        var reverse = [[Int]](repeating: [], count: sets.count)
+        for from in sets.indices {
+            for b in 0 ..< 256 where next[from * 256 + b] >= 0 { reverse[Int(next[from * 256 + b])].append(from) }
+        }
+        var queue = distance.indices.filter { distance[$0] == 0 }
+        var head = 0
+        while head < queue.count {
+            let s = queue[head]
+            head += 1
+            for p in reverse[s] where distance[p] == Int.max {
+                distance[p] = distance[s] + 1
+                queue.append(p)
+            }
+        }
+        guard distance[0] != Int.max else {
+            throw GenerationSchema.SchemaError.unsupportedPattern(pattern, reason: "it matches no string a JSON string can hold unescaped")
+        }
+        self.next = next
+        self.distance = distance
+        self.start = 0
+        maximumDistance = distance.filter { $0 != Int.max }.max() ?? 0
+    }
+
+    @inline(__always) func step(_ state: Int, _ byte: UInt8) -> Int { Int(next[state &* 256 &+ Int(byte)]) }
+
+    /// Whether `text` is a whole match (for tests and checks).
+    func matches(_ text: String) -> Bool {
+        var s = start
+        for b in text.utf8 {
+            s = step(s, b)
+            if s < 0 { return false }
+        }
+        return accepting[s]
+    }
+}
+
+/// The parsed form of a pattern.
+indirect enum PatternNode {
+    case bytes(ByteSet)
+    case sequence([PatternNode])
+    case alternation([PatternNode])
+    case repeated(PatternNode, min: Int, max: Int?)
+}
+
+/// Thompson construction: states with byte-set and empty edges.
+struct NFA {
+    var edges: [[(ByteSet, Int)]] = []
+    var empties: [[Int]] = []
+    var accept = 0
+
+    mutating func add() -> Int {
+        edges.append([])
+        empties.append([])
+        return edges.count - 1
+    }
+
+    mutating func build(_ node: PatternNode, pattern: String) throws -> (Int, Int) {
+        switch node {
+        case let .bytes(set):
+            let s = add(), e = add()
+            edges[s].append((set, e))
+            return (s, e)
+        case let .sequence(parts):
+            let s = add()
+            var end = s
+            for p in parts {
+                let (ps, pe) = try build(p, pattern: pattern)
+                empties[end].append(ps)
+                end = pe
+            }
+            return (s, end)
+        case let .alternation(options):
+            let s = add(), e = add()
+            for o in options {
+                let (os, oe) = try build(o, pattern: pattern)
+                empties[s].append(os)
+                empties[oe].append(e)
+            }
+            return (s, e)
+        case let .repeated(inner, min, max):
+            guard min <= PatternAutomaton.maximumRepetition, (max ?? 0) <= PatternAutomaton.maximumRepetition else {
+                throw GenerationSchema.SchemaError.unsupportedPattern(pattern, reason: "counted repetition above \(PatternAutomaton.maximumRepetition)")
+            }
+            let s = add()
+            var end = s
+            for _ in 0 ..< min {
+                let (ps, pe) = try build(inner, pattern: pattern)
+                empties[end].append(ps)
+                end = pe
+            }
+            if let max {
+                let e = add()
+                empties[end].append(e)
+                for _ in min ..< Swift.max(min, max) {
+                    let (ps, pe) = try build(inner, pattern: pattern)
+                    empties[end].append(ps)
+                    empties[pe].append(e)
+                    end = pe
+                }
+                return (s, e)
+            }
+            let (ls, le) = try build(inner, pattern: pattern)
+            let e = add()
+            empties[end].append(ls)
+            empties[end].append(e)
+            empties[le].append(ls)
+            empties[le].append(e)
+            return (s, e)
+        }
+    }
+
+    func closure(_ states: [Int]) -> [Int] {
+        var seen = Set(states), stack = states
+        while let s = stack.popLast() {
+            for t in empties[s] where seen.insert(t).inserted { stack.append(t) }
+        }
+        return seen.sorted()
+    }
+}
+
+/// A recursive-descent parser for the supported regex subset.
+struct PatternParser {
+    let b: [UInt8]
+    let pattern: String
+    var i = 0
+
+    init(_ bytes: [UInt8], pattern: String) {
+        b = bytes
+        self.pattern = pattern
+    }
+
+    func fail(_ reason: String) -> GenerationSchema.SchemaError { .unsupportedPattern(pattern, reason: reason) }
+
+    mutating func parse() throws -> PatternNode {
+        if i < b.count, b[i] == UInt8(ascii: "^") { i += 1 }
+        let node = try alternation()
+        guard i == b.count else { throw fail("unbalanced ')' at byte \(i)") }
+        return node
+    }
+
+    private mutating func alternation() throws -> PatternNode {
+        var options = [try sequence()]
+        while i < b.count, b[i] == UInt8(ascii: "|") {
+            i += 1
+            options.append(try sequence())
+        }
+        return options.count == 1 ? options[0] : .alternation(options)
+    }
+
+    private mutating func sequence() throws -> PatternNode {
+        var parts: [PatternNode] = []
+        while i < b.count, b[i] != UInt8(ascii: "|"), b[i] != UInt8(ascii: ")") {
+            if b[i] == UInt8(ascii: "$"), i == b.count - 1 { i += 1; break }
+            var atom = try self.atom()
+            atom = try quantified(atom)
+            parts.append(atom)
+        }
+        return parts.count == 1 ? parts[0] : .sequence(parts)
+    }
+
+    private mutating func quantified(_ atom: PatternNode) throws -> PatternNode {
+        guard i < b.count else { return atom }
+        var result: PatternNode
+        switch b[i] {
+        case UInt8(ascii: "*"): result = .repeated(atom, min: 0, max: nil); i += 1
+        case UInt8(ascii: "+"): result = .repeated(atom, min: 1, max: nil); i += 1
+        case UInt8(ascii: "?"): result = .repeated(atom, min: 0, max: 1); i += 1
+        case UInt8(ascii: "{"):
+            let save = i
+            i += 1
+            let lo = number()
+            var hi: Int? = lo
+            if i < b.count, b[i] == UInt8(ascii: ",") {
+                i += 1
+                hi = number()
+            }
+            guard let lo, i < b.count, b[i] == UInt8(ascii: "}") else {
+                i = save   // a literal '{'
+                return atom
+            }
+            i += 1
+            if let hi, hi < lo { throw fail("{\(lo),\(hi)} has its bounds reversed") }
+            result = .repeated(atom, min: lo, max: hi)
+        default: return atom
+        }
+        if i < b.count, b[i] == UInt8(ascii: "?") || b[i] == UInt8(ascii: "+") { i += 1 }
+        return result
+    }
+
+    private mutating func number() -> Int? {
+        var n: Int?
+        while i < b.count, b[i] >= 0x30, b[i] <= 0x39 {
+            n = (n ?? 0) * 10 + Int(b[i] - 0x30)
+            i += 1
+            if n! > 1_000_000 { return n }
+        }
+        return n
+    }
+
+    private mutating func atom() throws -> PatternNode {
+        let c = b[i]
+        switch c {
+        case UInt8(ascii: "("):
+            i += 1
+            if i < b.count, b[i] == UInt8(ascii: "?") {
+                guard i + 1 < b.count, b[i + 1] == UInt8(ascii: ":") else { throw fail("lookaround and named groups are not supported") }
+                i += 2
+            }
+            let inner = try alternation()
+            guard i < b.count, b[i] == UInt8(ascii: ")") else { throw fail("unclosed '('") }
+            i += 1
+            return inner
+        case UInt8(ascii: "["): return .bytes(try characterClass())
+        case UInt8(ascii: "."):
+            i += 1
+            return .bytes(ByteSet.stringContent)
+        case UInt8(ascii: "\\"):
+            i += 1
+            guard i < b.count else { throw fail("a trailing backslash") }
+            let set = try escape(inClass: false)
+            return .bytes(set)
+        case UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "?"):
+            throw fail("a quantifier with nothing to repeat at byte \(i)")
+        default:
+            // One UTF-8 scalar, as its bytes in sequence.
+            let length = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4
+            let scalar = b[i ..< min(b.count, i + length)]
+            i += scalar.count
+            return scalar.count == 1 ? .bytes(ByteSet([c])) : .sequence(scalar.map { .bytes(ByteSet([$0])) })
+        }
+    }
+
+    private mutating func escape(inClass: Bool) throws -> ByteSet {
+        let e = b[i]
+        i += 1
+        let digits = ByteSet(range: 0x30 ... 0x39)
+        let word = digits.union(ByteSet(range: 0x41 ... 0x5A)).union(ByteSet(range: 0x61 ... 0x7A)).union(ByteSet([0x5F]))
+        let space = ByteSet([0x20])
+        switch e {
+        case UInt8(ascii: "d"): return digits
+        case UInt8(ascii: "w"): return word
+        case UInt8(ascii: "s"): return space
+        case UInt8(ascii: "D"): return ByteSet.stringContent.subtracting(digits)
+        case UInt8(ascii: "W"): return ByteSet.stringContent.subtracting(word)
+        case UInt8(ascii: "S"): return ByteSet.stringContent.subtracting(space)
+        case UInt8(ascii: "1") ... UInt8(ascii: "9"): throw fail("backreferences are not supported")
+        case UInt8(ascii: "b"), UInt8(ascii: "B"): throw fail("word boundaries are not supported")
+        case UInt8(ascii: "n"), UInt8(ascii: "t"), UInt8(ascii: "r"):
+            throw fail("control characters cannot appear unescaped in a JSON string")
+        default:
+            guard e < 0x80, !(e >= 0x30 && e <= 0x39), !((e | 0x20) >= 0x61 && (e | 0x20) <= 0x7A) else {
+                throw fail("unknown escape \\\(Character(UnicodeScalar(e)))")
+            }
+            return ByteSet([e])
+        }
+    }
+
+    private mutating func characterClass() throws -> ByteSet {
+        i += 1
+        var negated = false
+        if i < b.count, b[i] == UInt8(ascii: "^") { negated = true; i += 1 }
+        var set = ByteSet()
+        var first = true
+        while i < b.count, b[i] != UInt8(ascii: "]") || first {
+            first = false
+            var lo: UInt8
+            if b[i] == UInt8(ascii: "\\") {
+                i += 1
+                guard i < b.count else { throw fail("a trailing backslash") }
+                let s = try escape(inClass: true)
+                if s.words.0.nonzeroBitCount + s.words.1.nonzeroBitCount + s.words.2.nonzeroBitCount + s.words.3.nonzeroBitCount != 1 {
+                    set = set.union(s)
+                    continue
+                }
+                lo = (0 ... 255).first { s.contains(UInt8($0)) }.map(UInt8.init)!
+            } else {
+                guard b[i] < 0x80 else { throw fail("non-ASCII characters inside [...] are not supported") }
+                lo = b[i]
+                i += 1
+            }
+            if i + 1 < b.count, b[i] == UInt8(ascii: "-"), b[i + 1] != UInt8(ascii: "]") {
+                i += 1
+                var hi = b[i]
+                if hi == UInt8(ascii: "\\"), i + 1 < b.count { i += 1; hi = b[i] }
+                i += 1
+                guard hi >= lo else { throw fail("range \(Character(UnicodeScalar(lo)))-\(Character(UnicodeScalar(hi))) is reversed") }
+                set = set.union(ByteSet(range: lo ... hi))
+            } else {
+                set.insert(lo)
+            }
+        }
+        guard i < b.count else { throw fail("unclosed '['") }
+        i += 1
+        if negated { return ByteSet.stringContent.subtracting(set) }
+        return set.subtracting(ByteSet.all.subtracting(ByteSet.stringContent))
+    }
+}

@@ -1,0 +1,202 @@
+/// A schema compiled for decoding: the byte-level grammar of its compact JSON, with what
+/// finishing each part costs in tokens of one vocabulary.
+///
+/// Objects are sequences of literal bytes (`{"name":`, `,"age":`, `}`) and value slots, in
+/// declaration order; arrays, strings, numbers and choices are their own nodes. The text is
+/// compact: no whitespace anywhere outside strings (a grammar that allows whitespace lets
+/// a model pad until its budget runs out). Strings hold no escapes: `"`, `\` and control
+/// characters cannot be generated inside them.
+final class SchemaGrammar: Sendable {
+    enum Item: Sendable {
+        /// Fixed bytes, and the fewest tokens that spell each suffix (`costs[p]` for `bytes[p...]`).
+        case literal([UInt8], costs: [Int])
+        case value(Int)
+    }
+
+    enum Node: Sendable {
+        /// An object: literal bytes and value slots in order.
+        case sequence([Item])
+        case array(element: Int, minimum: Int, maximum: Int)
+        /// Free text between quotes.
+        case string
+        /// Text between quotes that wholly matches a pattern.
+        case pattern(PatternAutomaton)
+        /// One of fixed byte strings (quoted choices, `true`/`false`, `null`).
+        case choice(ChoiceTrie)
+        case number(NumberRule)
+        /// `null` or the inner node.
+        case nullable(inner: Int, null: Int)
+    }
+
+    let nodes: [Node]
+    /// An upper bound on the fewest tokens a complete value of each node takes (the cost
+    /// model ``GrammarState/remaining`` uses; see there).
+    let minimumLength: [Int]
+    let root: Int
+
+    init(_ schema: GenerationSchema, vocabulary: TokenVocabulary) throws {
+        if let problem = schema.problem { throw problem }
+        var builder = Builder(vocabulary: vocabulary)
+        root = try builder.compile(schema.root)
+        nodes = builder.nodes
+        minimumLength = builder.minimumLength
+    }
+
+    struct Builder {
+        let vocabulary: TokenVocabulary
+        var nodes: [Node] = []
+        var minimumLength: [Int] = []
+
+        /// The fewest tokens that spell each suffix of `bytes` (dynamic programming from the
+        /// end; every byte has a token of its own, so each suffix has a spelling).
+        func costs(_ bytes: [UInt8]) -> [Int] {
+            var cost = [Int](repeating: Int.max, count: bytes.count + 1)
+            cost[bytes.count] = 0
+            for i in stride(from: bytes.count - 1, through: 0, by: -1) {
+                for t in vocabulary.byFirstByte[Int(bytes[i])] {
+                    let piece = vocabulary.bytes[Int(t)]
+                    guard piece.count <= bytes.count - i, bytes[i ..< i + piece.count].elementsEqual(piece),
+                          cost[i + piece.count] != Int.max else { continue }
+                    cost[i] = min(cost[i], cost[i + piece.count] + 1)
+                }
+                if cost[i] == Int.max { cost[i] = cost[i + 1] + 1 }
+            }
+            return cost
+        }
+
+        mutating func literal(_ bytes: [UInt8]) -> (Item, Int) {
+            let c = costs(bytes)
+            return (.literal(bytes, costs: c), c[0])
+        }
+
+        mutating func add(_ node: Node, _ length: Int) -> Int {
+            nodes.append(node)
+            minimumLength.append(length)
+            return nodes.count - 1
+        }
+
+        mutating func compile(_ node: SchemaNode) throws -> Int {
+            switch node {
+            case let .object(_, _, properties):
+                var items: [Item] = []
+                var pending: [UInt8] = [UInt8(ascii: "{")]
+                var length = 0
+                for (i, p) in properties.enumerated() {
+                    if i > 0 { pending.append(UInt8(ascii: ",")) }
+                    var key = ""
+                    GeneratedContent.quote(p.name, into: &key)
+                    let (item, cost) = literal(pending + Array(key.utf8) + [UInt8(ascii: ":")])
+                    items.append(item)
+                    length += cost
+                    var value = try compile(p.node)
+                    if p.isOptional {
+                        let nullTrie = trie([Array("null".utf8)])
+                        let null = add(.choice(nullTrie), nullTrie.distance[0])
+                        value = add(.nullable(inner: value, null: null), min(minimumLength[null], minimumLength[value]))
+                    }
+                    length += minimumLength[value]
+                    items.append(.value(value))
+                    pending = []
+                }
+                let (last, cost) = literal(pending + [UInt8(ascii: "}")])
+                items.append(last)
+                return add(.sequence(items), length + cost)
+            case let .array(element, lo, hi):
+                let e = try compile(element)
+                let minimum = max(0, lo ?? 0), maximum = hi ?? Int.max
+                guard maximum >= minimum else {
+                    throw GenerationSchema.SchemaError.unsupportedShape("an array with minimum count \(minimum) above maximum \(maximum)")
+                }
+                let length = 2 + (minimum == 0 ? 0 : minimum * minimumLength[e] + minimum - 1)
+                return add(.array(element: e, minimum: minimum, maximum: maximum), length)
+            case let .string(choices?, _):
+                guard !choices.isEmpty else { throw GenerationSchema.SchemaError.emptyTypeChoices(schema: "string") }
+                let choiceTrie = trie(choices.map { c in
+                    var q = ""
+                    GeneratedContent.quote(c, into: &q)
+                    return Array(q.utf8)
+                })
+                return add(.choice(choiceTrie), choiceTrie.distance[0])
+            case let .string(nil, pattern?):
+                let automaton = try PatternAutomaton(pattern)
+                return add(.pattern(automaton), 2 + automaton.distance[automaton.start])
+            case .string(nil, nil):
+                return add(.string, 2)
+            case let .number(lo, hi, integral):
+                let rule = try NumberRule(minimum: lo, maximum: hi, integral: integral)
+                guard let length = rule.remaining(NumberRule.State()) else {
+                    throw GenerationSchema.SchemaError.unsupportedShape("a number range with no value (\(lo ?? -.infinity)...\(hi ?? .infinity))")
+                }
+                return add(.number(rule), length)
+            case .boolean:
+                let booleans = trie([Array("true".utf8), Array("false".utf8)])
+                return add(.choice(booleans), booleans.distance[0])
+            case let .anyOf(name, _, choices):
+                // Choices that are all strings merge into one set of strings.
+                var strings: [String] = []
+                for c in choices {
+                    guard case let .string(options?, nil) = c else {
+                        throw GenerationSchema.SchemaError.unsupportedShape("a choice between shapes other than strings (\(name))")
+                    }
+                    strings += options
+                }
+                return try compile(.string(choices: strings, pattern: nil))
+            case let .reference(name):
+                throw GenerationSchema.SchemaError.undefinedReferences(schema: nil, references: [name])
+            }
+        }
+
+        func trie(_ strings: [[UInt8]]) -> ChoiceTrie { ChoiceTrie(strings, vocabulary: vocabulary) }
+    }
+}
+
+/// Fixed byte strings as a trie; every string ends at a leaf (no choice is a prefix of another,
+/// which closing quotes guarantee for strings).
+struct ChoiceTrie: Sendable {
+    /// Children per node as (byte, node) pairs.
+    let children: [[(UInt8, Int)]]
+    /// The fewest tokens from each node to an end.
+    let distance: [Int]
+
+    init(_ strings: [[UInt8]], vocabulary: TokenVocabulary) {
+        var children: [[(UInt8, Int)]] = [[]]
+        for s in Set(strings).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            var node = 0
+            for byte in s {
+                if let child = children[node].first(where: { $0.0 == byte })?.1 {
+                    node = child
+                } else {
+                    children.append([])
+                    children[node].append((byte, children.count - 1))
+                    node = children.count - 1
+                }
+            }
+        }
+        self.children = children
+        // Children are numbered after their parents, so one pass from the last node fills every
+        // distance from its descendants': a token that walks the trie from n to m costs 1 + distance[m].
+        var distance = [Int](repeating: Int.max, count: children.count)
+        for n in stride(from: children.count - 1, through: 0, by: -1) {
+            if children[n].isEmpty { distance[n] = 0; continue }
+            for (byte, _) in children[n] {
+                for t in vocabulary.byFirstByte[Int(byte)] {
+                    var m = n
+                    var ok = true
+                    for c in vocabulary.bytes[Int(t)] {
+                        guard let next = children[m].first(where: { $0.0 == c })?.1 else { ok = false; break }
+                        m = next
+                    }
+                    if ok, distance[m] != Int.max { distance[n] = min(distance[n], distance[m] + 1) }
+                }
+            }
+        }
+        self.distance = distance
+    }
+
+    @inline(__always) func child(_ node: Int, _ byte: UInt8) -> Int? {
+        for (b, c) in children[node] where b == byte { return c }
+        return nil
+    }
+
+    func isLeaf(_ node: Int) -> Bool { children[node].isEmpty }
+}

@@ -1,0 +1,185 @@
+import SwiftDiagnostics
+import SwiftSyntax
+import SwiftSyntaxBuilder
+import SwiftSyntaxMacros
+
+/// `@Generable` on a struct or an enum without payloads: adds the `Generable` conformance in
+/// an extension (so the memberwise initializer stays): `generationSchema` (properties in
+/// declaration order with their `@Guide` descriptions and guides), `init(_: GeneratedContent)`,
+/// `generatedContent`, and for a struct a `PartiallyGenerated` with every property optional.
+public struct GenerableMacro: ExtensionMacro {
+    public static func expansion(of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax,
+                                 providingExtensionsOf type: some TypeSyntaxProtocol, conformingTo protocols: [TypeSyntax],
+                                 in context: some MacroExpansionContext) throws -> [ExtensionDeclSyntax] {
+        let description = argument(named: "description", in: node) ?? "nil"
+        let access = accessLevel(of: declaration)
+        let body: String
+        if let structure = declaration.as(StructDeclSyntax.self) {
+            body = try structMembers(structure, description: description, access: access, context: context)
+        } else if let enumeration = declaration.as(EnumDeclSyntax.self) {
+            body = try enumMembers(enumeration, description: description, access: access)
+        } else {
+            throw MacroError("@Generable applies to structs and enums")
+        }
+        let decl: DeclSyntax = "extension \(type.trimmed): LMSession.Generable {\n\(raw: body)\n}"
+        return [decl.cast(ExtensionDeclSyntax.self)]
+    }
+
+    struct MacroError: Error, CustomStringConvertible {
+        let description: String
+        init(_ d: String) { description = d }
+    }
+
+    struct StoredProperty {
+        var name: String
+        var type: String
+        /// The wrapped type when the property is optional.
+        var wrapped: String?
+        var description: String
+        var guides: [String]
+    }
+
+    static func accessLevel(of declaration: some DeclGroupSyntax) -> String {
+        for modifier in declaration.modifiers {
+            switch modifier.name.tokenKind {
+            case .keyword(.public): return "public "
+            case .keyword(.package): return "package "
+            case .keyword(.fileprivate), .keyword(.private): return "fileprivate "
+            default: continue
+            }
+        }
+        return ""
+    }
+
+    static func argument(named label: String, in node: AttributeSyntax) -> String? {
+        guard case let .argumentList(list) = node.arguments else { return nil }
+        return list.first { $0.label?.text == label }.map { $0.expression.trimmedDescription }
+    }
+
+    static func storedProperties(_ structure: StructDeclSyntax) throws -> [StoredProperty] {
+        var result: [StoredProperty] = []
+        for member in structure.memberBlock.members {
+            guard let variable = member.decl.as(VariableDeclSyntax.self),
+                  !variable.modifiers.contains(where: { $0.name.tokenKind == .keyword(.static) }) else { continue }
+            var description = "nil", guides: [String] = []
+            for attribute in variable.attributes {
+                guard let a = attribute.as(AttributeSyntax.self), a.attributeName.trimmedDescription == "Guide",
+                      case let .argumentList(list) = a.arguments else { continue }
+                for arg in list {
+                    if arg.label?.text == "description" {
+                        description = arg.expression.trimmedDescription
+                    } else if arg.expression.is(RegexLiteralExprSyntax.self) {
+                        guides.append(".pattern(\(arg.expression.trimmedDescription))")
+                    } else {
+                        guides.append(arg.expression.trimmedDescription)
+                    }
+                }
+            }
+            for binding in variable.bindings {
+                if let accessors = binding.accessorBlock {
+                    // Computed properties are not generated; observers (willSet/didSet) are stored.
+                    if case .getter = accessors.accessors { continue }
+                    if case let .accessors(list) = accessors.accessors,
+                       list.contains(where: { [.keyword(.get), .keyword(.set)].contains($0.accessorSpecifier.tokenKind) }) { continue }
+                }
+                guard let name = binding.pattern.as(IdentifierPatternSyntax.self)?.identifier.text else { continue }
+                guard let type = binding.typeAnnotation?.type else {
+                    throw MacroError("@Generable needs the type of '\(name)' written out")
+                }
+                var wrapped: String?
+                if let optional = type.as(OptionalTypeSyntax.self) {
+                    wrapped = optional.wrappedType.trimmedDescription
+                } else if let id = type.as(IdentifierTypeSyntax.self), id.name.text == "Optional",
+                          let arg = id.genericArgumentClause?.arguments.first {
+                    wrapped = arg.argument.trimmedDescription
+                }
+                result.append(StoredProperty(name: name, type: type.trimmedDescription, wrapped: wrapped,
+                                             description: description, guides: guides))
+            }
+        }
+        return result
+    }
+
+    static func structMembers(_ structure: StructDeclSyntax, description: String, access: String,
+                              context: some MacroExpansionContext) throws -> String {
+        let properties = try storedProperties(structure)
+        let schemaProperties = properties.map { p in
+            let type = p.wrapped.map { "\($0)?" } ?? p.type
+            return "LMSession.GenerationSchema.Property(name: \(literal(p.name)), description: \(p.description), type: (\(type)).self, guides: [\(p.guides.joined(separator: ", "))])"
+        }
+        let reads = properties.map { p in
+            let type = p.wrapped.map { "\($0)?" } ?? p.type
+            return "self.\(p.name) = try content.value((\(type)).self, forProperty: \(literal(p.name)))"
+        }
+        let pairs = properties.map { "\(literal($0.name)): self.\($0.name)" }
+        let partialFields = properties.map { p in "\(access)var \(p.name): (\(p.wrapped ?? p.type)).PartiallyGenerated?" }
+        let partialReads = properties.map { p in
+            "self.\(p.name) = try content.value((\(p.wrapped ?? p.type)).PartiallyGenerated?.self, forProperty: \(literal(p.name)))"
+        }
+        return """
+            \(access)static var generationSchema: LMSession.GenerationSchema {
+                LMSession.GenerationSchema(type: Self.self, description: \(description), properties: [
+                    \(schemaProperties.joined(separator: ",\n            "))
+                ])
+            }
+            \(access)init(_ content: LMSession.GeneratedContent) throws {
+                \(reads.joined(separator: "\n        "))
+            }
+            \(access)var generatedContent: LMSession.GeneratedContent {
+                LMSession.GeneratedContent(properties: [\(pairs.isEmpty ? ":" : pairs.joined(separator: ", "))])
+            }
+            /// The value while it is generated: properties not generated yet are `nil`.
+            \(access)struct PartiallyGenerated: Sendable, Identifiable, LMSession.ConvertibleFromGeneratedContent {
+                \(access)var id: LMSession.GenerationID
+                \(partialFields.joined(separator: "\n        "))
+                \(access)init(_ content: LMSession.GeneratedContent) throws {
+                    self.id = content.id ?? LMSession.GenerationID()
+                    \(partialReads.joined(separator: "\n            "))
+                }
+            }
+            """
+    }
+
+    static func enumMembers(_ enumeration: EnumDeclSyntax, description: String, access: String) throws -> String {
+        var cases: [String] = []
+        for member in enumeration.memberBlock.members {
+            guard let decl = member.decl.as(EnumCaseDeclSyntax.self) else { continue }
+            for element in decl.elements {
+                guard element.parameterClause == nil else {
+                    throw MacroError("@Generable supports enums whose cases have no associated values ('\(element.name.text)' has some)")
+                }
+                cases.append(element.name.text)
+            }
+        }
+        guard !cases.isEmpty else { throw MacroError("@Generable needs at least one case") }
+        let names = cases.map { literal(backticksRemoved($0)) }
+        return """
+            \(access)static var generationSchema: LMSession.GenerationSchema {
+                LMSession.GenerationSchema(type: Self.self, description: \(description), anyOf: [\(names.joined(separator: ", "))])
+            }
+            \(access)init(_ content: LMSession.GeneratedContent) throws {
+                switch try String(content) {
+                \(zip(cases, names).map { "case \($1): self = .\($0)" }.joined(separator: "\n        "))
+                default: throw LMSession.GeneratedContentError.typeMismatch(expected: "one of \(cases.map(backticksRemoved).joined(separator: ", "))", found: content.jsonString)
+                }
+            }
+            \(access)var generatedContent: LMSession.GeneratedContent {
+                switch self {
+                \(zip(cases, names).map { "case .\($0): LMSession.GeneratedContent(kind: .string(\($1)))" }.joined(separator: "\n        "))
+                }
+            }
+            """
+    }
+
+    static func backticksRemoved(_ s: String) -> String { s.filter { $0 != "`" } }
+
+    /// `s` as a Swift string literal.
+    static func literal(_ s: String) -> String {
+        var out = "\""
+        for c in s {
+            if c == "\\" || c == "\"" { out.append("\\") }
+            out.append(c)
+        }
+        return out + "\""
+    }
+}
