@@ -118,12 +118,11 @@ public struct GenerableMacro: ExtensionMacro {
         }
         return """
             \(access)static var generationSchema: LMSession.GenerationSchema {
-                LMSession.GenerationSchema(type: Self.self, description: \(description), properties: [
-                    \(schemaProperties.joined(separator: ",\n            "))
+                LMSession.GenerationSchema(type: Self.self, description: \(description), properties: [\(schemaProperties.map { "\n" + $0 }.joined(separator: ","))
                 ])
             }
             \(access)init(_ content: LMSession.GeneratedContent) throws {
-                \(reads.joined(separator: "\n        "))
+                \(reads.joined(separator: "\n"))
             }
             \(access)var generatedContent: LMSession.GeneratedContent {
                 LMSession.GeneratedContent(properties: [\(pairs.isEmpty ? ":" : pairs.joined(separator: ", "))])
@@ -131,10 +130,10 @@ public struct GenerableMacro: ExtensionMacro {
             /// The value while it is generated: properties not generated yet are `nil`.
             \(access)struct PartiallyGenerated: Sendable, Identifiable, LMSession.ConvertibleFromGeneratedContent {
                 \(access)var id: LMSession.GenerationID
-                \(partialFields.joined(separator: "\n        "))
+                \(partialFields.joined(separator: "\n"))
                 \(access)init(_ content: LMSession.GeneratedContent) throws {
                     self.id = content.id ?? LMSession.GenerationID()
-                    \(partialReads.joined(separator: "\n            "))
+                    \(partialReads.joined(separator: "\n"))
                 }
             }
             """
@@ -159,13 +158,13 @@ public struct GenerableMacro: ExtensionMacro {
             }
             \(access)init(_ content: LMSession.GeneratedContent) throws {
                 switch try String(content) {
-                \(zip(cases, names).map { "case \($1): self = .\($0)" }.joined(separator: "\n        "))
+                \(zip(cases, names).map { "case \($1): self = .\($0)" }.joined(separator: "\n"))
                 default: throw LMSession.GeneratedContentError.typeMismatch(expected: "one of \(cases.map(backticksRemoved).joined(separator: ", "))", found: content.jsonString)
                 }
             }
             \(access)var generatedContent: LMSession.GeneratedContent {
                 switch self {
-                \(zip(cases, names).map { "case .\($0): LMSession.GeneratedContent(kind: .string(\($1)))" }.joined(separator: "\n        "))
+                \(zip(cases, names).map { "case .\($0): LMSession.GeneratedContent(kind: .string(\($1)))" }.joined(separator: "\n"))
                 }
             }
             """
