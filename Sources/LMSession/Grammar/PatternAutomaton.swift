@@ -2,12 +2,15 @@
 /// decoder can tell after every byte whether a whole match is still reachable, and how many
 /// bytes away the nearest one is.
 ///
-/// Supported: literals (any UTF-8), `.`, classes `[a-z]`/`[^...]`, escapes `\d \w \s \D \W \S`
-/// and escaped punctuation, groups `(...)`/`(?:...)`, alternation `|`, quantifiers
+/// Supported: literals (any UTF-8), `.`, classes `[a-z]`/`[^...]` (ASCII members), escapes
+/// `\d \w \s \D \W \S` and escaped punctuation, groups `(...)`/`(?:...)`, alternation `|`, quantifiers
 /// `* + ? {n} {n,} {n,m}` (a trailing `?` or `+` on a quantifier is accepted and ignored), and
 /// `^`/`$` at the ends. Not supported (a typed error names it): backreferences, lookaround,
 /// counted repetition above 64. A match can never contain `"`, `\` or control characters
 /// (they would need escapes inside a JSON string); `.` and negated classes exclude them.
+/// `.`, negated classes and `\D \W \S` match one whole non-ASCII character; `\d \w \s` and
+/// class members are ASCII (`\w` is `[A-Za-z0-9_]`, where Swift's `Regex` also takes letters
+/// such as `é`).
 struct PatternAutomaton: Sendable {
     /// Transitions: `next[state * 256 + byte]`, or -1.
     let next: [Int32]
@@ -98,6 +101,8 @@ struct PatternAutomaton: Sendable {
 /// The parsed form of a pattern.
 indirect enum PatternNode {
     case bytes(ByteSet)
+    /// The ASCII bytes of `ascii`, or any one non-ASCII character.
+    case asciiOrAnyScalar(ByteSet)
     case sequence([PatternNode])
     case alternation([PatternNode])
     case repeated(PatternNode, min: Int, max: Int?)
@@ -121,6 +126,15 @@ struct NFA {
             let s = add(), e = add()
             edges[s].append((set, e))
             return (s, e)
+        case let .asciiOrAnyScalar(ascii):
+            let continuation = ByteSet(range: 0x80 ... 0xBF)
+            let scalars: [PatternNode] = [
+                .bytes(ascii.subtracting(ByteSet(range: 0x80 ... 0xFF))),
+                .sequence([.bytes(ByteSet(range: 0xC2 ... 0xDF)), .bytes(continuation)]),
+                .sequence([.bytes(ByteSet(range: 0xE0 ... 0xEF)), .bytes(continuation), .bytes(continuation)]),
+                .sequence([.bytes(ByteSet(range: 0xF0 ... 0xF4)), .bytes(continuation), .bytes(continuation), .bytes(continuation)]),
+            ]
+            return try build(.alternation(scalars), pattern: pattern)
         case let .sequence(parts):
             let s = add()
             var end = s
@@ -271,15 +285,16 @@ struct PatternParser {
             guard i < b.count, b[i] == UInt8(ascii: ")") else { throw fail("unclosed '('") }
             i += 1
             return inner
-        case UInt8(ascii: "["): return .bytes(try characterClass())
+        case UInt8(ascii: "["): return try characterClass()
         case UInt8(ascii: "."):
             i += 1
-            return .bytes(ByteSet.stringContent)
+            return .asciiOrAnyScalar(ByteSet.stringContent)
         case UInt8(ascii: "\\"):
             i += 1
             guard i < b.count else { throw fail("a trailing backslash") }
+            let negated = [UInt8(ascii: "D"), UInt8(ascii: "W"), UInt8(ascii: "S")].contains(b[i])
             let set = try escape(inClass: false)
-            return .bytes(set)
+            return negated ? .asciiOrAnyScalar(set) : .bytes(set)
         case UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "?"):
             throw fail("a quantifier with nothing to repeat at byte \(i)")
         default:
@@ -316,7 +331,7 @@ struct PatternParser {
         }
     }
 
-    private mutating func characterClass() throws -> ByteSet {
+    private mutating func characterClass() throws -> PatternNode {
         i += 1
         var negated = false
         if i < b.count, b[i] == UInt8(ascii: "^") { negated = true; i += 1 }
@@ -352,7 +367,7 @@ struct PatternParser {
         }
         guard i < b.count else { throw fail("unclosed '['") }
         i += 1
-        if negated { return ByteSet.stringContent.subtracting(set) }
-        return set.subtracting(ByteSet.all.subtracting(ByteSet.stringContent))
+        if negated { return .asciiOrAnyScalar(ByteSet.stringContent.subtracting(set)) }
+        return .bytes(set.subtracting(ByteSet.all.subtracting(ByteSet.stringContent)))
     }
 }

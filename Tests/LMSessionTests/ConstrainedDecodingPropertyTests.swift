@@ -1,0 +1,140 @@
+import Foundation
+import LMRuntime
+@testable import LMSession
+import LMTestSupport
+import Testing
+
+/// Random schemas, random budgets, random token choices: every output must be a complete
+/// value that decodes into its schema and satisfies every guide, within its budget.
+///
+/// The checks here are independent of the decoder: JSON is read by `GeneratedContent(json:)`,
+/// patterns by Swift's own `Regex`, ranges and counts by plain comparisons.
+@Suite struct ConstrainedDecodingPropertyTests {
+    /// The bundled vocabulary's first 700 pieces (every byte and the commonest merges) plus pieces
+    /// that straddle JSON structure, so boundary-spanning tokens are exercised in every case.
+    static let vocabulary: TokenVocabulary = {
+        let t = Fixtures.bundledTokenizer
+        var pieces = Array(t.pieces.prefix(700)), scores = Array(t.scores.prefix(700))
+        for extra in ["\",", "\"}", "\":", "{\"", "],", "\":\"", "1,", "true}", "null,", "\"]", "[\"", "},{\"", "0.", "-1", "\"code\":\"", "AB"] {
+            pieces.append(Array(extra.utf8))
+            scores.append(-1000)
+        }
+        return TokenVocabulary(Tokenizer(pieces: pieces, scores: scores))
+    }()
+
+    static var caseCount: Int { ProcessInfo.processInfo.environment["KVSESSION_LONG_PROPERTY_TESTS"] == nil ? 1000 : 20000 }
+
+    @Test func decode_randomSchemasAndBudgets_alwaysGiveValidCompleteValues() throws {
+        var rng = SeededGenerator(seed: 0x5eed)
+        var checked = 0, atMinimumBudget = 0
+        for index in 0 ..< Self.caseCount {
+            let node = RandomSchema.object(depth: 0, &rng)
+            let grammar = try SchemaGrammar(GenerationSchema(root: node), vocabulary: Self.vocabulary)
+            let minimum = grammar.minimumLength[grammar.root]
+            let budget = index % 5 == 0 ? minimum : minimum + Int.random(in: 0 ... 60, using: &rng)
+            if budget == minimum { atMinimumBudget += 1 }
+            let (bytes, used) = try Self.decode(grammar, budget: budget, rng: &rng)
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(used <= budget, "case \(index): \(used) tokens for a budget of \(budget)")
+            let content = try GeneratedContent(json: text)
+            if let problem = SchemaCheck.problem(content, node) {
+                Issue.record("case \(index): \(problem)\nschema: \(SchemaText.render(node))\noutput: \(text)")
+                return
+            }
+            checked += 1
+        }
+        #expect(checked == Self.caseCount)
+        #expect(atMinimumBudget >= Self.caseCount / 5)
+    }
+
+    /// Picks random allowed tokens (uniformly) until the value is finished.
+    static func decode(_ grammar: SchemaGrammar, budget: Int, rng: inout SeededGenerator) throws -> ([UInt8], Int) {
+        let masker = TokenMasker(grammar: grammar, vocabulary: vocabulary)
+        var state = GrammarState(grammar)
+        var mask = [UInt64](repeating: 0, count: vocabulary.wordCount)
+        var out: [UInt8] = [], used = 0
+        while !state.isFinished {
+            masker.mask(state, budget: budget - used, into: &mask)
+            var allowed: [Int] = []
+            for t in 0 ..< vocabulary.count where mask[t >> 6] & (1 << UInt64(t & 63)) != 0 { allowed.append(t) }
+            if state.canStop, allowed.isEmpty || Int.random(in: 0 ..< 4, using: &rng) == 0 { break }
+            guard let t = allowed.randomElement(using: &rng) else {
+                throw GrammarTestError.emptyMask(after: String(decoding: out, as: UTF8.self), left: budget - used, remaining: state.remaining)
+            }
+            guard state.feed(vocabulary.bytes[t]) else { throw GrammarTestError.refusedAllowedToken(t) }
+            out += vocabulary.bytes[t]
+            used += 1
+        }
+        return (out, used)
+    }
+
+    enum GrammarTestError: Error {
+        case emptyMask(after: String, left: Int, remaining: Int)
+        case refusedAllowedToken(Int)
+    }
+}
+
+/// Random schema nodes with every kind of guide.
+enum RandomSchema {
+    static let patterns = ["[A-Z]{3}-\\d{2}", "(yes|no)", "[a-z]+( [a-z]+)?", "\\d{1,3}\\.\\d", "x*y?z+", "#[0-9a-f]{6}"]
+
+    static func object(depth: Int, _ rng: inout SeededGenerator) -> SchemaNode {
+        let count = Int.random(in: depth == 0 ? 1 ... 4 : 0 ... 3, using: &rng)
+        return .object(name: "T\(depth)", description: nil, properties: (0 ..< count).map { i in
+            SchemaProperty(name: ["a", "b\"q", "camelCase", "x_1", "é"][i % 5] + "\(i)", description: nil,
+                           node: value(depth: depth + 1, &rng), isOptional: Int.random(in: 0 ..< 5, using: &rng) == 0)
+        })
+    }
+
+    static func value(depth: Int, _ rng: inout SeededGenerator) -> SchemaNode {
+        switch Int.random(in: 0 ..< (depth < 3 ? 9 : 7), using: &rng) {
+        case 0: return .string(choices: nil, pattern: nil)
+        case 1: return .string(choices: Array(["red", "green", "blue", "re", "dark \"blue\"", "ünï"].shuffled(using: &rng).prefix(Int.random(in: 1 ... 4, using: &rng))), pattern: nil)
+        case 2: return .string(choices: nil, pattern: patterns.randomElement(using: &rng)!)
+        case 3:
+            let lo = Int.random(in: -50 ... 50, using: &rng)
+            return .number(minimum: Double(lo), maximum: Double(lo + Int.random(in: 0 ... 120, using: &rng)), integral: true)
+        case 4:
+            let lo = Double(Int.random(in: -400 ... 400, using: &rng)) / 8
+            return .number(minimum: Bool.random(using: &rng) ? lo : nil, maximum: lo + Double(Int.random(in: 0 ... 100, using: &rng)) / 4, integral: false)
+        case 5: return .boolean
+        case 6: return .number(minimum: nil, maximum: nil, integral: Bool.random(using: &rng))
+        case 7:
+            let lo = Int.random(in: 0 ... 2, using: &rng)
+            return .array(element: value(depth: depth + 1, &rng), minimumCount: Bool.random(using: &rng) ? lo : nil,
+                          maximumCount: Bool.random(using: &rng) ? lo + Int.random(in: 0 ... 3, using: &rng) : nil)
+        default: return object(depth: depth, &rng)
+        }
+    }
+}
+
+/// Checks a value against a schema node, independently of the decoder.
+enum SchemaCheck {
+    static func problem(_ c: GeneratedContent, _ node: SchemaNode, path: String = "$") -> String? {
+        switch (node, c.kind) {
+        case let (.object(_, _, properties), .structure(values, keys)):
+            guard keys == properties.map(\.name) else { return "\(path): keys \(keys), expected \(properties.map(\.name))" }
+            for p in properties {
+                let v = values[p.name]!
+                if p.isOptional, v.kind == .null { continue }
+                if let problem = problem(v, p.node, path: path + "." + p.name) { return problem }
+            }
+            return nil
+        case let (.array(element, lo, hi), .array(items)):
+            if let lo, items.count < lo { return "\(path): \(items.count) items, minimum \(lo)" }
+            if let hi, items.count > hi { return "\(path): \(items.count) items, maximum \(hi)" }
+            for (i, item) in items.enumerated() { if let p = problem(item, element, path: "\(path)[\(i)]") { return p } }
+            return nil
+        case let (.string(choices, pattern), .string(s)):
+            if let choices, !choices.contains(s) { return "\(path): \(s) not in \(choices)" }
+            if let pattern, (try? (try? Regex(pattern))?.wholeMatch(in: s)) == nil { return "\(path): \(s) does not match /\(pattern)/" }
+            return nil
+        case let (.number(lo, hi, integral), .number(n)):
+            if integral, n != n.rounded() { return "\(path): \(n) is not whole" }
+            if n < (lo ?? -1e12) || n > (hi ?? 1e12) { return "\(path): \(n) outside \(lo ?? -1e12)...\(hi ?? 1e12)" }
+            return nil
+        case (.boolean, .bool): return nil
+        default: return "\(path): \(c.jsonString) is not a \(node.kindName)"
+        }
+    }
+}

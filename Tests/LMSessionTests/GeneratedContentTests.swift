@@ -1,0 +1,157 @@
+import Foundation
+import LMRuntime
+@testable import LMSession
+import LMTestSupport
+import Testing
+
+@Suite struct GeneratedContentTests {
+    @Test func jsonString_roundTripsThroughInitJSON_keepingKeyOrder() throws {
+        let text = #"{"z":1,"a":[true,null,"x\"y\\n"],"m":{"k":-2.5,"e":[]},"u":"é😀\n"}"#
+        let content = try GeneratedContent(json: text)
+        #expect(content.jsonString == text)
+        guard case let .structure(_, keys) = content.kind else { Issue.record("not a structure"); return }
+        #expect(keys == ["z", "a", "m", "u"])
+        #expect(try content.value(Int.self, forProperty: "z") == 1)
+        #expect(try content.value(String?.self, forProperty: "missing") == nil)
+        #expect(throws: GeneratedContentError.missingProperty("missing")) { try content.value(Int.self, forProperty: "missing") }
+        #expect(throws: GeneratedContentError.self) { try content.value(Int.self, forProperty: "u") }
+    }
+
+    @Test func initJSON_malformedText_throwsNamingTheByte() {
+        for (text, offset) in [("{\"a\":}", 5), ("[1,]", 3), ("01", 0), ("\"abc", 4), ("{} x", 3), ("tru", 3), ("[1 2]", 3)] {
+            do {
+                _ = try GeneratedContent(json: text)
+                Issue.record("\(text) was accepted")
+            } catch let GeneratedContentError.invalidJSON(at, _) {
+                #expect(at == offset, "\(text)")
+            } catch { Issue.record("\(error)") }
+        }
+    }
+
+    @Test func initJSON_deepNesting_isRejectedNotRecursedInto() {
+        let deep = String(repeating: "[", count: 100_000)
+        #expect(throws: GeneratedContentError.self) { try GeneratedContent(json: deep) }
+    }
+
+    @Test func partial_everyPrefixOfAValue_readsAsIncompleteContent() throws {
+        let text = #"{"title":"Hello world","steps":["a","bc"],"n":12.5,"ok":true,"none":null}"#
+        let whole = try GeneratedContent(json: text)
+        let bytes = Array(text.utf8)
+        var previousKeys = 0
+        for end in 0 ... bytes.count {
+            let partial = try GeneratedContent.partial(json: Array(bytes[..<end]))
+            if end == bytes.count { #expect(partial == whole) } else { #expect(partial?.isComplete != true) }
+            if case let .structure(_, keys)? = partial?.kind {
+                // Properties only ever appear, in order, never disappear.
+                #expect(keys.count >= previousKeys)
+                previousKeys = keys.count
+            }
+        }
+        let cut = try #require(try GeneratedContent.partial(json: Array(#"{"title":"Hel"#.utf8)))
+        #expect(try cut.value(String.self, forProperty: "title") == "Hel")
+    }
+
+    @Test func standardTypes_convertBothWays() throws {
+        #expect(try Int(GeneratedContent(json: "42")) == 42)
+        #expect(throws: GeneratedContentError.self) { try Int(GeneratedContent(json: "4.5")) }
+        #expect(try Double(GeneratedContent(json: "-0.25")) == -0.25)
+        #expect(try Decimal(GeneratedContent(json: "0.1")) == Decimal(string: "0.1"))
+        #expect(try [Bool](GeneratedContent(json: "[true,false]")) == [true, false])
+        #expect(try String?(GeneratedContent(json: "null")) == nil)
+        #expect([1, 2].generatedContent.jsonString == "[1,2]")
+        #expect(Optional<String>.none.generatedContent.jsonString == "null")
+        #expect("plain".promptRepresentation.text == "plain")
+        #expect(GeneratedContent(properties: ["b": 1, "a": "x"]).jsonString == #"{"b":1,"a":"x"}"#)
+    }
+
+    @Test func codable_savesContentAsItsJSON() throws {
+        let content = try GeneratedContent(json: #"{"a":[1,"two"]}"#)
+        let data = try JSONEncoder().encode([content])
+        #expect(try JSONDecoder().decode([GeneratedContent].self, from: data) == [content])
+    }
+}
+
+@Suite struct GenerationSchemaTests {
+    @Test func codable_roundTripsAsJSONSchemaKeepingOrderAndGuides() throws {
+        let schema = AISummary.generationSchema
+        let data = try JSONEncoder().encode(schema)
+        let decoded = try JSONDecoder().decode(GenerationSchema.self, from: data)
+        #expect(decoded.root == schema.root)
+        let json = String(decoding: data, as: UTF8.self)
+        #expect(json.contains("\"x-order\":[\"overallInsight\",\"recommendations\",\"confidence\",\"mood\",\"note\"]"))
+        #expect(json.contains("\"minItems\":2") && json.contains("\"maxItems\":3"))
+    }
+
+    @Test func dynamicSchema_resolvesReferencesAndReportsProblems() throws {
+        let item = DynamicGenerationSchema(name: "Item", properties: [
+            .init(name: "name", schema: .init(type: String.self)),
+            .init(name: "size", schema: .init(type: Int.self, guides: [.range(1 ... 3)])),
+        ])
+        let root = DynamicGenerationSchema(name: "Order", properties: [
+            .init(name: "items", schema: .init(arrayOf: .init(referenceTo: "Item"), minimumElements: 1, maximumElements: 2)),
+            .init(name: "express", schema: .init(name: "Speed", anyOf: ["yes", "no"]), isOptional: true),
+        ])
+        let schema = try GenerationSchema(root: root, dependencies: [item])
+        #expect(schema.debugDescription == #"{"items": [{"name": string, "size": integer 1...3}] (1...2 items), "express": "yes" | "no" or null}"#)
+        #expect(throws: GenerationSchema.SchemaError.undefinedReferences(schema: nil, references: ["Item"])) {
+            try GenerationSchema(root: .init(referenceTo: "Item"), dependencies: [])
+        }
+        let loop = DynamicGenerationSchema(name: "Node", properties: [.init(name: "next", schema: .init(referenceTo: "Node"))])
+        #expect(throws: GenerationSchema.SchemaError.recursiveReference("Node")) {
+            try GenerationSchema(root: .init(referenceTo: "Node"), dependencies: [loop])
+        }
+        #expect(throws: GenerationSchema.SchemaError.duplicateProperty(schema: "D", property: "a")) {
+            try GenerationSchema(root: .init(name: "D", properties: [.init(name: "a", schema: .init(type: Int.self)),
+                                                                      .init(name: "a", schema: .init(type: Int.self))]), dependencies: [])
+        }
+    }
+
+    @Test func patternGuide_unsupportedConstructs_areTypedErrors() {
+        for (pattern, word) in [("(a)\\1", "backreferences"), ("(?=a)b", "lookaround"), ("a{1,500}", "repetition"), ("[", "unclosed"), ("\"+", "matches no string")] {
+            do {
+                _ = try PatternAutomaton(pattern)
+                Issue.record("/\(pattern)/ was accepted")
+            } catch let GenerationSchema.SchemaError.unsupportedPattern(p, reason) {
+                #expect(p == pattern && reason.contains(word), "\(reason)")
+            } catch { Issue.record("\(error)") }
+        }
+    }
+
+    @Test func patternAutomaton_agreesWithSwiftRegexOnRandomStrings() throws {
+        var rng = SeededGenerator(seed: 7)
+        let alphabet = Array("ab09AZ-. x#fé")
+        for pattern in RandomSchema.patterns + ["a|b+|(ab)*", "[^a-z]{2,}", "\\w+\\s\\d?", "(?:ab|a)(c|)", "[-.a]+", "é+", ".é.", "\\D\\S"] {
+            let automaton = try PatternAutomaton(pattern)
+            let regex = try Regex(pattern)
+            // `\w` is ASCII here (documented); Swift's takes `é` too.
+            let letters = pattern.contains("\\w") ? alphabet.filter(\.isASCII) : alphabet
+            for _ in 0 ..< 400 {
+                let s = String((0 ..< Int.random(in: 0 ... 8, using: &rng)).map { _ in letters.randomElement(using: &rng)! })
+                let expected = (try? regex.wholeMatch(in: s)) != nil
+                #expect(automaton.matches(s) == expected, "/\(pattern)/ on \"\(s)\"")
+            }
+        }
+    }
+
+    @Test func numberRule_completesWithinBoundsOnly() throws {
+        let rule = try NumberRule(minimum: 12, maximum: 340, integral: true)
+        func feed(_ text: String) -> NumberRule.State? {
+            var s = NumberRule.State()
+            for b in text.utf8 { guard let n = rule.step(s, b) else { return nil }; s = n }
+            return s
+        }
+        #expect(feed("5") != nil)      // 50...59 remain
+        #expect(feed("4") != nil)      // 40...49
+        #expect(feed("9") != nil)      // 90...99
+        #expect(feed("-") == nil)
+        #expect(feed("0") == nil)
+        #expect(rule.isComplete(feed("35")!))
+        #expect(feed("350") == nil)
+        #expect(feed("341") == nil)
+        #expect(rule.isComplete(feed("340")!))
+        #expect(!rule.isComplete(feed("3")!))
+        #expect(rule.remaining(feed("3")!) == 1)   // 30...39
+        let fraction = try NumberRule(minimum: 0.5, maximum: 0.75, integral: false)
+        #expect(fraction.remaining(NumberRule.State()) == 3)   // "0.5"
+    }
+}
