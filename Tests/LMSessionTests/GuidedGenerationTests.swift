@@ -1,6 +1,7 @@
 import Foundation
 import LMRuntime
 @testable import LMSession
+import LMTestSupport
 import Testing
 
 // The seed example of issue 12, as an app written for FoundationModels declares it.
@@ -63,7 +64,106 @@ struct Ticket {
             #expect(["low", "high"].contains(t.priority))
             #expect(t.weight >= 0.5 && t.weight <= 2.25)
             #expect(t.scores.count <= 2 && t.scores.allSatisfy { (10 ... 20).contains($0) })
-            print(t.generatedContent.jsonString)
+        }
+    }
+
+    @Test func streamResponseGenerating_snapshotsGrowToTheFinalValue() async throws {
+        let session = LanguageModelSession(model: tinyModel)
+        let stream = session.streamResponse(to: "Plan", generating: AISummary.self, options: GenerationOptions(maximumResponseTokens: 130))
+        var snapshots: [AISummary.PartiallyGenerated] = []
+        var raws: [GeneratedContent] = []
+        for try await snapshot in stream {
+            snapshots.append(snapshot.content)
+            raws.append(snapshot.rawContent)
+        }
+        let final = try await stream.collect()
+        #expect(snapshots.count >= 10)
+        #expect(raws.dropLast().allSatisfy { !$0.isComplete })
+        #expect(raws.last == final.rawContent)
+        // The first snapshots know nothing of the later properties; the last one knows them all.
+        #expect(snapshots.first?.confidence == nil)
+        #expect(snapshots.last?.confidence == final.content.confidence)
+        #expect(snapshots.last?.recommendations?.count == final.content.recommendations.count)
+        let ids = Set(snapshots.map(\.id))
+        #expect(ids.count == snapshots.count, "each snapshot is read afresh; ids come from the content")
+    }
+
+    @Test func respondGenerating_transcript_rehydratesToTheSameTokensAndReusesTheCache() async throws {
+        let session = LanguageModelSession(model: tinyModel, instructions: "Coach.")
+        _ = try await session.respond(to: "One", generating: Ticket.self, options: GenerationOptions(maximumResponseTokens: 70))
+        let saved = try JSONEncoder().encode(session.transcript)
+        let transcript = try JSONDecoder().decode(Transcript.self, from: saved)
+        #expect(transcript == session.transcript)
+        guard case let .prompt(p) = transcript.entries[1] else { Issue.record("no prompt"); return }
+        #expect(p.responseFormat?.name == "Ticket" && p.responseFormat?.isIncludedInPrompt == true)
+
+        // The same session's next request reuses everything before its new prompt...
+        let second = try await session.respond(to: "Two", options: GenerationOptions(maximumResponseTokens: 4))
+        #expect(second.invalidation == nil || second.invalidation?.segment == .prompt)
+        // ...and a session rehydrated from the saved transcript renders exactly the cached tokens.
+        let restored = LanguageModelSession(model: tinyModel, transcript: transcript)
+        let cachedBefore = try await session.cachedTokens
+        _ = try await restored.respond(to: "Two", options: GenerationOptions(maximumResponseTokens: 4))
+        let cachedAfter = try await restored.cachedTokens
+        let common = zip(cachedBefore, cachedAfter).prefix { $0 == $1 }.count
+        #expect(common > cachedBefore.count - 12, "the rehydrated session renders the structured turn as it was generated")
+    }
+
+    @Test func includeSchemaInPrompt_rendersTheSchemaAfterThePromptOnlyWhenAsked() async throws {
+        let withSchema = LanguageModelSession(model: tinyModel)
+        let a = try await withSchema.respond(to: "Go", generating: Ticket.self, options: GenerationOptions(maximumResponseTokens: 70))
+        let without = LanguageModelSession(model: tinyModel)
+        let b = try await without.respond(to: "Go", generating: Ticket.self, includeSchemaInPrompt: false,
+                                          options: GenerationOptions(maximumResponseTokens: 70))
+        let schemaText = PromptRenderer.describe(.init(type: Ticket.self))
+        let schemaTokens = 2 + tokenizer.encode(schemaText, bos: false).count   // <|system|> text <|end|>
+        #expect(a.usage.input.totalTokenCount - b.usage.input.totalTokenCount == schemaTokens)
+        #expect(schemaText.contains("\"code\": string matching /[A-Z]{3}"))
+        // A follow-up with another schema changes nothing before its own prompt.
+        let next = try await withSchema.respond(to: "Again", generating: Mood.self, options: GenerationOptions(maximumResponseTokens: 8))
+        #expect(next.usage.input.cachedTokenCount >= a.usage.input.totalTokenCount)
+    }
+
+    @Test func respondGenerating_budgetBelowTheShortestValue_isATypedErrorAndChangesNothing() async throws {
+        let session = LanguageModelSession(model: tinyModel)
+        do {
+            _ = try await session.respond(to: "x", generating: AISummary.self, options: GenerationOptions(maximumResponseTokens: 5))
+            Issue.record("accepted")
+        } catch let LanguageModelError.invalidOptions(message) {
+            #expect(message.contains("AISummary"))
+        }
+        #expect(session.transcript.entries.count == 1)
+        let schema = GenerationSchema(root: .anyOf(name: "Mixed", description: nil, choices: [.boolean, .string(choices: nil, pattern: nil)]))
+        await #expect(throws: LanguageModelError.unsupportedSchema(.unsupportedShape("a choice between shapes other than strings (Mixed)"))) {
+            try await session.respond(to: "x", schema: schema)
+        }
+        #expect(session.transcript.entries.count == 1)
+    }
+
+    @Test func respondGenerating_everyBudgetFromTheMinimumUp_finishesAValidValue() async throws {
+        let session = LanguageModelSession(model: tinyModel)
+        let vocabulary = TokenVocabulary(tokenizer)
+        let grammar = try SchemaGrammar(Ticket.generationSchema, vocabulary: vocabulary)
+        let minimum = grammar.minimumLength[grammar.root]
+        for budget in [minimum, minimum + 1, minimum + 7] {
+            let fresh = LanguageModelSession(model: tinyModel)
+            let r = try await fresh.respond(to: "Go", generating: Ticket.self, options: GenerationOptions(maximumResponseTokens: budget))
+            #expect(r.usage.output.totalTokenCount <= budget)
+            #expect(r.content.code.wholeMatch(of: /[A-Z]{3}-\d{2}/) != nil)
+        }
+        _ = session
+    }
+
+    @Test(.enabled(if: Fixtures.sharedModel("stories260K.bin") != nil, "skipped: ../shared/models/stories260K.bin is absent"))
+    func respondGenerating_llama2cModelAndTokenizer_decodeValidValues() async throws {
+        let model = SystemLanguageModel(checkpoint: try #require(Fixtures.sharedModel("stories260K.bin")),
+                                        tokenizer: try #require(Fixtures.sharedModel("tok512.bin")))
+        for seed in 0 ..< 3 {
+            let session = LanguageModelSession(model: model)
+            let options = GenerationOptions(samplingMode: .random(top: 40, seed: UInt64(seed)), maximumResponseTokens: 150)
+            let t = try await session.respond(to: "Once upon a time", generating: Ticket.self, options: options).content
+            #expect(t.code.wholeMatch(of: /[A-Z]{3}-\d{2}/) != nil)
+            #expect(t.weight >= 0.5 && t.weight <= 2.25)
         }
     }
 }
