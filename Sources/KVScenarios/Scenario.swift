@@ -75,7 +75,7 @@ public final class ScenarioContext: @unchecked Sendable {
         for t in 0 ..< turns { try await turn(t, session, ScenarioTexts.prompt(prompts, turn: t)) }
     }
 
-    func record(_ turn: Int, _ response: LanguageModelSession.Response<String>) {
+    func record<Content>(_ turn: Int, _ response: LanguageModelSession.Response<Content>) {
         let usage = response.usage
         let report = response.invalidation
         let record = ScenarioTurn(

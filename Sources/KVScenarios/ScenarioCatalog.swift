@@ -59,8 +59,9 @@ struct ModeProfile: DynamicProfile {
 
 /// The scenarios `kvbench` runs, in table order.
 public enum ScenarioCatalog {
-    /// Every scenario: groups 1–10 on each session's own cache, then sharing and relaunching.
-    public static let all: [Scenario] = ownCache + sharing
+    /// Every scenario: groups 1–10 on each session's own cache, then sharing and relaunching,
+    /// then where a structured response's schema goes.
+    public static let all: [Scenario] = ownCache + sharing + structured
 
     /// Groups 1–10, each session on its own cache (the shared prefix store off).
     static let ownCache: [Scenario] = [

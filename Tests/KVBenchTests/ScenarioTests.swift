@@ -15,6 +15,24 @@ struct ScenarioTests {
         return try await ScenarioRunner(model: Self.model, turns: turns, seed: seed, responseTokens: 5).run(scenario).turns
     }
 
+    @Test func structuredOutput_schemaPlacementDecidesTokensPerTurnNotReuse() async throws {
+        let every = try await run("schema-every-prompt"), first = try await run("schema-first-prompt")
+        let declared = try await run("schema-in-instructions")
+        for turns in [every, first, declared] {
+            for (previous, turn) in zip(turns, turns.dropFirst()) {
+                #expect(turn.cached_tokens == previous.input_tokens + previous.output_tokens + 1, "\(turn.scenario)")
+                #expect(turn.invalidated_at == nil)
+            }
+        }
+        #expect(every[0].input_tokens == first[0].input_tokens)
+        // After the first turn a request computes its prompt, plus the schema when it is sent again.
+        let extra = zip(every, first).dropFirst().map { ($0.input_tokens - $0.cached_tokens) - ($1.input_tokens - $1.cached_tokens) }
+        #expect(extra.allSatisfy { $0 == extra[0] } && extra[0] > 10)
+        // Declared in the instructions: paid once, in the first turn, by every scenario alike.
+        #expect(declared[0].input_tokens > first[0].input_tokens - extra[0] - 5)
+        #expect(zip(declared, first).dropFirst().allSatisfy { $0.input_tokens - $0.cached_tokens == $1.input_tokens - $1.cached_tokens })
+    }
+
     @Test func stableAppend_everyTurnReusesAllOfThePreviousTurn() async throws {
         let turns = try await run("stable-append")
         #expect(turns.first?.cached_tokens == 0 && turns.first?.invalidation_reason == "emptyCache")

@@ -1,5 +1,5 @@
 import Foundation
-import LMRuntime
+@testable import LMRuntime
 import LMTestSupport
 import Testing
 
@@ -109,6 +109,21 @@ extension KernelsTests {
             for j in 0 ..< n {
                 let dot = (0 ..< k).map { Double(a[i, $0]) * Double(b[j, $0]) }.reduce(0, +)
                 #expect(abs(Double(c[i, j]) - (2 * dot - Double(before[i * n + j]))) < 1e-3)
+            }
+        }
+    }
+
+    @Test func mask_clearsExactlyTheElementsWhoseBitIsClear() {
+        var rng = SeededGenerator(seed: 3)
+        for n in [1, 63, 64, 65, 200, 4096] {
+            let x = Matrix.zeros(rows: 1, cols: n)
+            for i in 0 ..< n { x[0, i] = Float(i) }
+            // Words all set, all clear and mixed.
+            let words = (0 ..< (n + 63) / 64).map { w -> UInt64 in [~0, 0, rng.next()][w % 3] }
+            Kernels.mask(x, allowed: words)
+            for i in 0 ..< n {
+                let allowed = words[i / 64] & (1 << UInt64(i % 64)) != 0
+                #expect(x[0, i] == (allowed ? Float(i) : -.infinity), "n \(n), element \(i)")
             }
         }
     }

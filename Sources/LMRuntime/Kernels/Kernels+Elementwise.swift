@@ -76,6 +76,23 @@ extension Kernels {
         return best
     }
 
+    /// Sets to -∞ every element of a `[1, n]` row whose bit in `allowed` is clear (bit `i % 64`
+    /// of word `i / 64`): what guided generation does to the logits before sampling.
+    package static func mask(_ x: Matrix, allowed: [UInt64]) {
+        precondition(x.rows == 1 && allowed.count * 64 >= x.cols, "mask needs one bit per element")
+        let p = x.base
+        for word in 0 ..< (x.cols + 63) / 64 {
+            let bits = allowed[word]
+            if bits == ~0 { continue }
+            let start = word * 64, end = min(x.cols, start + 64)
+            if bits == 0 {
+                (p + start).update(repeating: -.infinity, count: end - start)
+                continue
+            }
+            for i in start ..< end where bits & (1 << UInt64(i - start)) == 0 { p[i] = -.infinity }
+        }
+    }
+
     /// Copies rows of `table` selected by `ids` into consecutive rows of `out`.
     /// - Parameters:
     ///   - table: `[V, dim]` (the token embedding).

@@ -28,13 +28,7 @@ final class GuidedDecoder: @unchecked Sendable {
         let start = DispatchTimeNanoseconds.now
         masker.mask(state, budget: budget, into: &mask)
         if state.canStop { mask[stopToken >> 6] |= 1 << UInt64(stopToken & 63) }
-        for word in mask.indices where mask[word] != ~0 {
-            let bits = mask[word]
-            let base = word << 6
-            for bit in 0 ..< min(64, logits.cols - base) where bits & (1 << UInt64(bit)) == 0 {
-                logits[0, base + bit] = -.infinity
-            }
-        }
+        Kernels.mask(logits, allowed: mask)
         maskNanoseconds.append(DispatchTimeNanoseconds.now - start)
     }
 

@@ -24,8 +24,9 @@ final class TokenMasker: @unchecked Sendable {  // lent to one request at a time
         /// The same tokens with the bytes each leaves to finish the frame.
         var insideTokens: [(token: Int32, remaining: Int)]
         var maximumInsideRemaining: Int
-        /// Tokens that close the frame; checked against the full state.
-        var closing: [Int32]
+        /// Tokens that close the frame, by first byte; checked against the full state, a
+        /// whole group skipped at once when the state refuses its first byte.
+        var closing: [(first: UInt8, tokens: [Int32])]
     }
 
     private var cache: [GrammarState.Frame: Entry] = [:]
@@ -43,27 +44,44 @@ final class TokenMasker: @unchecked Sendable {  // lent to one request at a time
         guard let top = state.top, budget > 0 else { return }
         var key = top
         key.below = 0
-        let entry = cache[key] ?? build(key)
+        let entry = cache[key] ?? build(key, caching: Self.isWorthCaching(key, grammar))
         let room = budget - 1 - top.below
         if entry.maximumInsideRemaining <= room {
             for i in mask.indices { mask[i] = entry.inside[i] }
         } else {
             for (t, r) in entry.insideTokens where r <= room { mask[Int(t) >> 6] |= 1 << UInt64(t & 63) }
         }
-        for t in entry.closing {
-            var s = state
-            if s.feed(vocabulary.bytes[Int(t)]), s.remaining <= budget - 1 { mask[Int(t) >> 6] |= 1 << UInt64(t & 63) }
+        for (first, tokens) in entry.closing {
+            var probe = state
+            guard probe.feed(first) else { continue }
+            for t in tokens {
+                var s = state
+                if s.feed(vocabulary.bytes[Int(t)]), s.remaining <= budget - 1 { mask[Int(t) >> 6] |= 1 << UInt64(t & 63) }
+            }
         }
     }
 
-    private func build(_ frame: GrammarState.Frame) -> Entry {
+    /// A number's state holds its value, so it seldom recurs: not worth a cache entry.
+    static func isWorthCaching(_ frame: GrammarState.Frame, _ grammar: SchemaGrammar) -> Bool {
+        if case .number = grammar.nodes[frame.node] { return false }
+        return true
+    }
+
+    private func build(_ frame: GrammarState.Frame, caching: Bool) -> Entry {
         var entry = Entry(inside: [UInt64](repeating: 0, count: vocabulary.wordCount), insideTokens: [],
                           maximumInsideRemaining: 0, closing: [])
         for first in 0 ..< 256 {
             let candidates = vocabulary.byFirstByte[first]
             guard !candidates.isEmpty else { continue }
             var probe = GrammarState(grammar, isolating: frame)
-            if !probe.feed(UInt8(first)), !probe.isFinished { continue }
+            let accepted = probe.feed(UInt8(first))
+            if !accepted, !probe.isFinished { continue }
+            if probe.isFinished {
+                // The first byte already closes the frame: the whole group depends on the state below.
+                entry.closing.append((UInt8(first), candidates))
+                continue
+            }
+            var closing: [Int32] = []
             for t in candidates {
                 var s = GrammarState(grammar, isolating: frame)
                 var refused = false
@@ -72,7 +90,7 @@ final class TokenMasker: @unchecked Sendable {  // lent to one request at a time
                     break
                 }
                 if s.isFinished {
-                    entry.closing.append(t)
+                    closing.append(t)
                 } else if !refused {
                     let r = s.remaining
                     entry.inside[Int(t) >> 6] |= 1 << UInt64(t & 63)
@@ -80,7 +98,9 @@ final class TokenMasker: @unchecked Sendable {  // lent to one request at a time
                     entry.maximumInsideRemaining = max(entry.maximumInsideRemaining, r)
                 }
             }
+            if !closing.isEmpty { entry.closing.append((UInt8(first), closing)) }
         }
+        guard caching else { return entry }
         if cache.count >= Self.cacheLimit { cache.removeAll(keepingCapacity: true) }
         cache[frame] = entry
         return entry
