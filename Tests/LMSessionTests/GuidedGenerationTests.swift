@@ -166,4 +166,37 @@ struct Ticket {
             #expect(t.weight >= 0.5 && t.weight <= 2.25)
         }
     }
+
+    @Test func render_guidedPrompt_reportsTheSchemaAsItsOwnSegment() {
+        let renderer = PromptRenderer(tokenizer: tokenizer)
+        let format = Transcript.ResponseFormat(type: Ticket.self)
+        let history: [Transcript.Entry] = [.prompt(.init(text: "Go", responseFormat: format))]
+        let rendered = renderer.render([], history: history, prompt: nil)
+        let segments = rendered.spans.map(\.segment)
+        #expect(segments == [.instructions(index: 0), .prompt, .responseSchema(name: "Ticket"), .responseHeader])
+        // The same entry in the history renders the same tokens, as one transcript entry.
+        let later = renderer.render([], history: history + [.response(.init(text: "{}", tokenIDs: [5]))], prompt: "Next")
+        #expect(Array(later.tokens.prefix(rendered.tokens.count - 1)) == Array(rendered.tokens.dropLast()))
+        let hidden = Transcript.ResponseFormat(type: Ticket.self, isIncludedInPrompt: false)
+        let without = renderer.render([], history: [.prompt(.init(text: "Go", responseFormat: hidden))], prompt: nil)
+        #expect(!without.spans.contains { if case .responseSchema = $0.segment { true } else { false } })
+    }
+
+    @Test func promptBuilder_generableValueRendersAsJSON() async throws {
+        let ticket = Ticket(code: "ABC-12", priority: "low", weight: 1, scores: [11], done: true)
+        let prompt = Prompt {
+            "Check this ticket:"
+            ticket
+            if ticket.done { "It is done." }
+        }
+        #expect(prompt.text == "Check this ticket:\n" + #"{"code":"ABC-12","priority":"low","weight":1,"scores":[11],"done":true}"# + "\nIt is done.")
+        let session = LanguageModelSession(model: tinyModel)
+        let mood = try await session.respond(generating: Mood.self, options: GenerationOptions(maximumResponseTokens: 10)) {
+            "How did it go?"
+            ticket
+        }
+        #expect([Mood.calm, .focused, .tired].contains(mood.content))
+        guard case let .prompt(p) = session.transcript.entries[1] else { Issue.record("no prompt"); return }
+        #expect(p.text.hasSuffix(ticket.generatedContent.jsonString))
+    }
 }

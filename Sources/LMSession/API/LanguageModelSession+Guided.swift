@@ -77,6 +77,12 @@ extension LanguageModelSession {
         stream(prompt, options: options, format: .init(schema: schema, isIncludedInPrompt: includeSchemaInPrompt))
     }
 
+    /// Streams content following `schema`, for a prompt given as a string.
+    public func streamResponse(to prompt: String, schema: GenerationSchema, includeSchemaInPrompt: Bool = true,
+                               options: GenerationOptions = GenerationOptions()) -> ResponseStream<GeneratedContent> {
+        streamResponse(to: Prompt(prompt), schema: schema, includeSchemaInPrompt: includeSchemaInPrompt, options: options)
+    }
+
     /// Streams the response to a prompt built with ``PromptBuilder``.
     public func streamResponse(options: GenerationOptions = GenerationOptions(),
                                @PromptBuilder prompt: () throws -> Prompt) rethrows -> ResponseStream<String> {
