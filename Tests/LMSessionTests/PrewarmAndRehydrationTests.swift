@@ -28,6 +28,25 @@ struct PrewarmAndRehydrationTests {
         #expect(session.transcript.history.count == saved.history.count + 2)
     }
 
+    @Test func rehydrated_textOnlyTranscript_rendersItsResponsesTokenized() async throws {
+        // As Apple-shaped code saves it: responses as text, no token ids.
+        let json = #"""
+        {"entries":[{"instructions":{"_0":{"texts":["Be brief."],"toolDefinitions":[]}}},
+                    {"prompt":{"_0":{"text":"Plan a weekend in Porto."}}},
+                    {"response":{"_0":{"text":"Walk the riverside and eat by the bridge."}}}]}
+        """#
+        let transcript = try JSONDecoder().decode(Transcript.self, from: Data(json.utf8))
+        guard case let .response(r) = transcript.entries[2] else { Issue.record("no response"); return }
+        #expect(r.tokenIDs.isEmpty && r.text.hasPrefix("Walk"))
+        let session = LanguageModelSession(model: tinyModel, transcript: transcript)
+        let response = try await session.respond(to: "And Sunday?", options: short())
+        let expected = Count.instructions(["Be brief."]) + Count.prompt("Plan a weekend in Porto.")
+            + 1 + tokenizer.encode("Walk the riverside and eat by the bridge.", bos: false).count + 1
+            + Count.prompt("And Sunday?") + 1
+        #expect(response.usage.input.totalTokenCount == expected, "the response's text is part of what the model reads")
+        try await session.expectCacheExact()
+    }
+
     @Test func rehydrated_afterPrewarmComputesOnlyTheNewPrompt() async throws {
         let saved = try await savedTranscript()
         let session = LanguageModelSession(model: tinyModel, transcript: saved)

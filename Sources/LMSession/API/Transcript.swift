@@ -188,10 +188,14 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
 
     /// A response entry: the text, and the exact token ids the model generated, so the
     /// next request renders the tokens already in the KV cache (never a re-tokenization).
+    ///
+    /// A response without token ids (built by hand, or saved by code that does not know
+    /// them) renders its text, tokenized; a saved transcript without the `tokenIDs` key
+    /// decodes to such a response.
     public struct Response: Sendable, Equatable, Codable {
         /// The decoded text.
         public var text: String
-        /// The generated token ids (stop token excluded).
+        /// The generated token ids (stop token excluded); empty when unknown.
         public var tokenIDs: [Int]
         /// The value, for a guided-generation response (`text` is then its JSON).
         public var structure: StructuredSegment?
@@ -206,5 +210,17 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
         public var segments: [Segment] {
             structure.map { [.structure($0)] } ?? [.text(TextSegment(content: text))]
         }
+    }
+}
+
+extension Transcript.Response {
+    private enum CodingKeys: String, CodingKey { case text, tokenIDs, structure }
+
+    /// Reads a response; `tokenIDs` and `structure` may be absent.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        text = try c.decode(String.self, forKey: .text)
+        tokenIDs = try c.decodeIfPresent([Int].self, forKey: .tokenIDs) ?? []
+        structure = try c.decodeIfPresent(Transcript.StructuredSegment.self, forKey: .structure)
     }
 }
