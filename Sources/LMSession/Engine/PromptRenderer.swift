@@ -107,7 +107,9 @@ struct PromptRenderer: Sendable {
         case let .prompt(p):
             out.append(user + text(p.text) + [end] + schemaTokens(p.responseFormat), as: segment)
         case let .response(r):
-            out.append(assistant + r.tokenIDs + [end], as: segment)
+            // The tokens it was generated as; a response known only by its text renders the text.
+            let tokens = r.tokenIDs.isEmpty && !r.text.isEmpty ? text(r.text) : r.tokenIDs
+            out.append(assistant + tokens + [end], as: segment)
         case let .toolCalls(calls):
             out.append(assistant + calls.tokenIDs(self), as: segment)
         case let .toolOutput(o):
