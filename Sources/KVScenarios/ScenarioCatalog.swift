@@ -17,12 +17,17 @@ final class Flags: Sendable {
     }
 }
 
+/// What a scenario tool takes.
+@Generable
+struct ScenarioQuery {
+    let query: String
+}
+
 /// A tool the travel scenarios offer (the scenarios never let the model call it).
 struct ScenarioTool: Tool {
     let name: String
     let description: String
-    var argumentsSchema: String { #"{"query": "string"}"# }
-    func call(arguments: String) async throws -> String { "No data for \(arguments)" }
+    func call(arguments: ScenarioQuery) async throws -> String { "No data for \(arguments.query)" }
 
     static let weather = ScenarioTool(name: "weather", description: "Current weather and the forecast for a city.")
     static let calendar = ScenarioTool(name: "calendar", description: "Lists and creates events in the user's calendar.")

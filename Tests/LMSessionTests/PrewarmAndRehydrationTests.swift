@@ -91,7 +91,7 @@ struct PrewarmAndRehydrationTests {
         let transcript = Transcript(entries: [
             .instructions(.init(texts: ["Be brief."], toolDefinitions: [WeatherTool().definition])),
             .prompt(.init(text: "Weather?")),
-            .toolCalls(.init(calls: [.init(toolName: "weather", arguments: "Lisbon")], tokenIDs: [262, 5, 6, 264])),
+            .toolCalls(.init(calls: [.init(toolName: "weather", arguments: GeneratedContent(properties: ["city": "Lisbon"]))], tokenIDs: [262, 5, 6, 264])),
             .toolOutput(.init(toolName: "weather", text: "Sunny")),
             .response(.init(text: "It is sunny.", tokenIDs: [10, 11, 12])),
         ])

@@ -24,7 +24,7 @@ enum Count {
     static func prompt(_ text: String) -> Int { tokenizer.encode(text, bos: false).count + 2 }
 
     /// A tool definition's text.
-    static func tool(_ t: some Tool) -> String { "Tool \(t.name): \(t.description) Arguments: \(t.argumentsSchema)" }
+    static func tool(_ t: some Tool) -> String { "Tool \(t.name): \(t.description) Arguments: \(t.parameters.debugDescription)" }
 }
 
 /// Options that keep responses short and deterministic.
@@ -66,26 +66,38 @@ final class AppState: @unchecked Sendable {
     }
 }
 
+@Generable
+struct WeatherQuery {
+    @Guide(description: "A city name")
+    let city: String
+}
+
 /// A tool that returns a canned answer and counts its calls.
 struct WeatherTool: Tool {
     final class Counter: Sendable { let value = Mutex(0) }
     let calls = Counter()
     var name: String { "weather" }
     var description: String { "Current weather for a city." }
-    var argumentsSchema: String { #"{"city": "string"}"# }
-    func call(arguments: String) async throws -> String {
+    func call(arguments: WeatherQuery) async throws -> String {
         calls.value.withLock { $0 += 1 }
-        return "Sunny, 21 degrees in \(arguments)"
+        return "Sunny, 21 degrees in \(arguments.city)"
     }
+}
+
+@Generable
+struct DayQuery {
+    let day: String
 }
 
 /// Another tool, for adding mid-session.
 struct CalendarTool: Tool {
     var name: String { "calendar" }
     var description: String { "Lists events for a day." }
-    var argumentsSchema: String { #"{"day": "string"}"# }
-    func call(arguments: String) async throws -> String { "No events on \(arguments)" }
+    func call(arguments: DayQuery) async throws -> String { "No events on \(arguments.day)" }
 }
+
+@Generable
+struct NoArguments {}
 
 /// A tool that waits until the test opens its gate: it holds a request in flight
 /// deterministically, without blocking a thread.
@@ -102,8 +114,7 @@ struct GateTool: Tool {
     let gate = Gate()
     var name: String { "wait" }
     var description: String { "Waits for the test." }
-    var argumentsSchema: String { "{}" }
-    func call(arguments: String) async throws -> String {
+    func call(arguments: NoArguments) async throws -> String {
         gate.entered.withLock { $0 = true }
         for await _ in gate.stream {}
         return "done"
@@ -112,12 +123,14 @@ struct GateTool: Tool {
     /// Steering that makes the model call this tool first, then sample freely.
     func steering() throws -> @Sendable ([Int]) -> Int? {
         let renderer = PromptRenderer(tokenizer: tokenizer)
-        let call = [renderer.toolCall!] + tokenizer.encode("wait now", bos: false) + [renderer.end]
+        let call = [renderer.toolCall!] + tokenizer.encode("wait {}", bos: false) + [renderer.end]
         let done = Mutex(false)
         return { generated in
             done.withLock { finished in
-                if finished { return nil }
-                if generated.count == call.count - 1 { finished = true }
+                if finished || generated.count >= call.count { return nil }
+                // The last steered token: the session closes the call with <|end|> itself once the
+                // arguments are complete, so steering may not be asked for it.
+                if generated.count >= call.count - 2 { finished = true }
                 return call[generated.count]
             }
         }

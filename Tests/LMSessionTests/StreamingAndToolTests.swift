@@ -93,7 +93,7 @@ struct StreamingAndToolTests {
         let tool = WeatherTool()
         let session = LanguageModelSession(model: tinyModel, tools: [tool], instructions: Self.instructions)
         let renderer = PromptRenderer(tokenizer: tokenizer)
-        let call = [renderer.toolCall!] + tokenizer.encode("weather Lisbon", bos: false) + [renderer.end]
+        let call = [renderer.toolCall!] + tokenizer.encode(#"weather {"city":"Lisbon"}"#, bos: false) + [renderer.end]
         let answer = tokenizer.encode("It is sunny.", bos: false) + [renderer.end]
         // Steer decoding: first the call, then (after the tool output) a fixed answer.
         let script = Mutex((round: 0, step: 0))
@@ -111,7 +111,7 @@ struct StreamingAndToolTests {
         let kinds = response.transcriptEntries.map(\.kind)
         #expect(kinds == ["prompt", "toolCalls", "toolOutput", "response"])
         #expect(response.transcriptEntries.dropFirst().first == .toolCalls(.init(
-            calls: [.init(toolName: "weather", arguments: "Lisbon")], tokenIDs: call)))
+            calls: [.init(toolName: "weather", arguments: GeneratedContent(properties: ["city": "Lisbon"]))], tokenIDs: call)))
         #expect(response.transcriptEntries.dropFirst(2).first == .toolOutput(.init(toolName: "weather", text: "Sunny, 21 degrees in Lisbon")))
         try await session.expectCacheExact()
         // The next turn reuses everything, the tool round included.
@@ -121,16 +121,68 @@ struct StreamingAndToolTests {
         #expect(next.usage.input.totalTokenCount - next.usage.input.cachedTokenCount == Count.prompt("Thanks!") + 1)
     }
 
-    @Test func toolCalling_unknownToolFailsWithItsName() async throws {
-        let session = LanguageModelSession(model: tinyModel, tools: [WeatherTool()], instructions: Self.instructions)
-        let renderer = PromptRenderer(tokenizer: tokenizer)
-        let call = [renderer.toolCall!] + tokenizer.encode("teleport Mars", bos: false) + [renderer.end]
-        session.setTokenSteering { generated in generated.count < call.count ? call[generated.count] : nil }
-        await #expect(throws: LanguageModelError.toolCallFailed(toolName: "teleport", reason: "no such tool is offered")) {
-            try await session.respond(to: "Beam me up.", options: short(20))
+    @Test func toolCalling_callsAreDecodedUnderTheOfferedToolsSchemas() async throws {
+        // Steering tries an unknown tool and malformed arguments; the grammar refuses both, so the
+        // model's own choices make the call: always an offered tool with valid arguments.
+        for seed in 0 ..< 4 {
+            let tool = WeatherTool()
+            let session = LanguageModelSession(model: tinyModel, tools: [tool, CalendarTool()], instructions: Self.instructions)
+            let renderer = PromptRenderer(tokenizer: tokenizer)
+            let bad = [renderer.toolCall!] + tokenizer.encode("teleport Mars", bos: false)
+            session.setTokenSteering { generated in generated.count < bad.count ? bad[generated.count] : nil }
+            let options = GenerationOptions(samplingMode: .random(top: 20, seed: UInt64(seed)), maximumResponseTokens: 40)
+            let response = try await session.respond(to: "Beam me up.", options: options)
+            guard case let .toolCalls(calls) = response.transcriptEntries.dropFirst().first else {
+                Issue.record("no call was made"); return
+            }
+            let call = try #require(calls.calls.first)
+            #expect(["weather", "calendar"].contains(call.toolName))
+            if call.toolName == "weather" {
+                _ = try WeatherQuery(call.arguments)
+                #expect(tool.calls.value.withLock { $0 } >= 1)
+            } else {
+                _ = try DayQuery(call.arguments)
+            }
+            try await session.expectCacheExact()
         }
-        #expect(session.transcript.history.isEmpty)
-        #expect(!session.isResponding)
+    }
+
+    @Test func toolCallingMode_requiredCallsFirstAndDisallowedNever() async throws {
+        let tool = WeatherTool()
+        let session = LanguageModelSession(model: tinyModel, tools: [tool], instructions: Self.instructions)
+        let required = try await session.respond(to: "Weather?", options: GenerationOptions(maximumResponseTokens: 30, toolCallingMode: .required))
+        #expect(required.transcriptEntries.map(\.kind).prefix(3) == ["prompt", "toolCalls", "toolOutput"])
+        #expect(tool.calls.value.withLock { $0 } == 1)
+        // Disallowed: even a model steered straight at the call marker cannot open a call.
+        let renderer = PromptRenderer(tokenizer: tokenizer)
+        session.setTokenSteering { _ in renderer.toolCall! }
+        let plain = try await session.respond(to: "Again?", options: GenerationOptions(maximumResponseTokens: 6, toolCallingMode: .disallowed))
+        #expect(plain.transcriptEntries.map(\.kind) == ["prompt", "response"])
+        guard case let .response(r) = plain.transcriptEntries.last else { return }
+        #expect(!r.tokenIDs.contains(renderer.toolCall!))
+        #expect(tool.calls.value.withLock { $0 } == 1)
+        try await session.expectCacheExact()
+        let none = LanguageModelSession(model: tinyModel)
+        await #expect(throws: LanguageModelError.invalidOptions("toolCallingMode .required needs at least one tool")) {
+            try await none.respond(to: "x", options: GenerationOptions(toolCallingMode: .required))
+        }
+    }
+
+    @Test func toolCalling_aThrowingToolStopsTheRequestWithToolCallError() async throws {
+        struct Broken: Error, Equatable {}
+        struct FailingTool: Tool {
+            var description: String { "Always fails." }
+            func call(arguments: NoArguments) async throws -> String { throw Broken() }
+        }
+        let session = LanguageModelSession(model: tinyModel, tools: [FailingTool()], instructions: Self.instructions)
+        do {
+            _ = try await session.respond(to: "Try it.", options: GenerationOptions(maximumResponseTokens: 20, toolCallingMode: .required))
+            Issue.record("no error")
+        } catch let error as LanguageModelSession.ToolCallError {
+            #expect(error.tool.name == "FailingTool")
+            #expect(error.underlyingError as? Broken == Broken())
+        }
+        #expect(session.transcript.history.isEmpty && !session.isResponding)
         try await session.expectCacheExact()
     }
 

@@ -8,12 +8,26 @@ public struct GenerationOptions: Sendable, Equatable {
     /// response runs until the model writes its end marker or the context window fills,
     /// which a synthetic model rarely does first, so set a limit for benchmarks.
     public var maximumResponseTokens: Int?
+    /// Whether the model may, must or must not call a tool (`nil`: the profile's choice, else `.allowed`).
+    public var toolCallingMode: ToolCallingMode?
 
     /// Options; every field defaults to the session's or the profile's choice.
-    public init(samplingMode: SamplingMode? = nil, temperature: Double? = nil, maximumResponseTokens: Int? = nil) {
+    public init(samplingMode: SamplingMode? = nil, temperature: Double? = nil, maximumResponseTokens: Int? = nil,
+                toolCallingMode: ToolCallingMode? = nil) {
         self.samplingMode = samplingMode
         self.temperature = temperature
         self.maximumResponseTokens = maximumResponseTokens
+        self.toolCallingMode = toolCallingMode
+    }
+
+    /// Whether a response may call the offered tools.
+    public enum ToolCallingMode: Sendable, Equatable {
+        /// The model decides (the default).
+        case allowed
+        /// The response starts with a tool call (its arguments decoded under the tool's schema).
+        case required
+        /// No tool call: the call marker is masked out, the tools stay in the instructions.
+        case disallowed
     }
 
     /// How the next token is chosen.

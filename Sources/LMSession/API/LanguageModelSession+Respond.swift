@@ -142,6 +142,18 @@ extension LanguageModelSession {
             }
             decoding.guide = guide
         }
+        // Tool calls: the call's body is decoded under the offered tools' schemas.
+        let tools = components.compactMap { component -> (any Tool)? in if case let .tool(t) = component { t } else { nil } }
+        let mode = options.toolCallingMode ?? profile.options.toolCallingMode ?? .allowed
+        let callGrammar = try (tools.isEmpty || mode == .disallowed || format != nil) ? nil : {
+            do { return try engine.model.grammars.take(toolCalls: tools.map { ($0.name, $0.parameters) }) } catch let error as GenerationSchema.SchemaError {
+                throw LanguageModelError.unsupportedSchema(error)
+            }
+        }()
+        defer { if let callGrammar { engine.model.grammars.giveBack(callGrammar.0, key: callGrammar.key) } }
+        if mode == .required, callGrammar == nil, format == nil {
+            throw LanguageModelError.invalidOptions("toolCallingMode .required needs at least one tool")
+        }
         // 2. The stateless transform sees a copy (the new prompt included); the stored transcript is untouched.
         let promptEntry = Transcript.Entry.prompt(.init(text: prompt.text, responseFormat: format))
         let seen = transform(stored + [promptEntry], with: profile)
@@ -165,6 +177,8 @@ extension LanguageModelSession {
         var round = 0
         let tokenizer = engine.model.tokenizer
         repeat {
+            decoding.toolCall = callGrammar.map { GuidedDecoder(masker: $0.0, stopToken: engine.renderer.end) }
+            decoding.requiresToolCall = mode == .required && round == 0
             do {
                 outcome = try await engine.run(rendered, profileSwitched: switched && round == 0, decoding: decoding,
                                                started: started) { tokens in
@@ -191,7 +205,7 @@ extension LanguageModelSession {
             guard case let .toolCall(callTokens) = outcome.ending, round < Self.maximumToolRounds else { break }
             // A tool call: record it, run the tool, record its output, and let the model continue.
             let call = try Self.parseCall(callTokens, renderer: engine.renderer)
-            let output = try await runTool(call, offered: components)
+            let output = try await runTool(call, offered: tools)
             added += [.toolCalls(.init(calls: [call], tokenIDs: callTokens)),
                       .toolOutput(.init(toolName: call.toolName, text: output))]
             rendered = engine.renderer.render(components, history: seen + added.dropFirst(), prompt: nil)
@@ -297,24 +311,27 @@ extension LanguageModelSession {
         return Decoding(strategy: strategy, seed: mode.seed ?? request, budget: budget, steering: steering, toolsOffered: false)
     }
 
-    private func runTool(_ call: Transcript.ToolCall, offered: [InstructionComponent]) async throws -> String {
-        let tool = offered.lazy.compactMap { component -> (any Tool)? in
-            if case let .tool(t) = component, t.name == call.toolName { return t }
-            return nil
-        }.first
-        guard let tool else { throw LanguageModelError.toolCallFailed(toolName: call.toolName, reason: "no such tool is offered") }
-        do { return try await tool.call(arguments: call.arguments) } catch {
-            throw LanguageModelError.toolCallFailed(toolName: call.toolName, reason: "\(error)")
+    private func runTool(_ call: Transcript.ToolCall, offered: [any Tool]) async throws -> String {
+        guard let tool = offered.first(where: { $0.name == call.toolName }) else {
+            throw LanguageModelError.toolCallFailed(toolName: call.toolName, reason: "no such tool is offered")
+        }
+        do { return try await tool.run(call.arguments) } catch {
+            throw ToolCallError(tool: tool, underlyingError: error)
         }
     }
 
-    /// `<|tool_call|> name arguments <|end|>` → a call.
+    /// `<|tool_call|> name arguments <|end|>` → a call (the arguments are JSON, as the grammar wrote them).
     static func parseCall(_ tokens: [Int], renderer: PromptRenderer) throws -> Transcript.ToolCall {
         let body = renderer.tokenizer.decode(Array(tokens.dropFirst().dropLast()))
             .trimmingCharacters(in: .whitespaces)
         let parts = body.split(separator: " ", maxSplits: 1)
         guard let name = parts.first else { throw LanguageModelError.toolCallFailed(toolName: "", reason: "the call names no tool") }
-        return Transcript.ToolCall(toolName: String(name), arguments: parts.count > 1 ? String(parts[1]) : "")
+        do {
+            let arguments = try GeneratedContent(json: parts.count > 1 ? String(parts[1]) : "null")
+            return Transcript.ToolCall(toolName: String(name), arguments: arguments)
+        } catch {
+            throw LanguageModelError.toolCallFailed(toolName: String(name), reason: "its arguments are not JSON: \(error)")
+        }
     }
 
     /// Response text: the decoded tokens without the leading space of the first piece.

@@ -158,6 +158,11 @@ extension DynamicProfile {
         modified { $0.options.maximumResponseTokens = value }
     }
 
+    /// Sets whether responses may, must or must not call tools.
+    public func toolCallingMode(_ mode: GenerationOptions.ToolCallingMode) -> ModifiedProfile<Self> {
+        modified { $0.options.toolCallingMode = mode }
+    }
+
     /// Sets the sampling mode.
     public func samplingMode(_ mode: GenerationOptions.SamplingMode) -> ModifiedProfile<Self> {
         modified { $0.options.samplingMode = mode }

@@ -135,7 +135,7 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
         public var name: String
         /// What the tool does.
         public var description: String
-        /// The arguments it takes, described as text (a JSON schema, for example).
+        /// The parameters schema as the model reads it (empty when the tool leaves it out).
         public var argumentsSchema: String
 
         /// A tool definition.
@@ -160,14 +160,14 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
         }
     }
 
-    /// One call: a tool name and its arguments as the model wrote them.
+    /// One call: a tool name and its arguments, as the model wrote them.
     public struct ToolCall: Sendable, Equatable, Codable {
         /// The tool's name.
         public var toolName: String
-        /// The arguments text.
-        public var arguments: String
+        /// The arguments: an instance of the tool's parameters schema.
+        public var arguments: GeneratedContent
         /// A tool call.
-        public init(toolName: String, arguments: String) {
+        public init(toolName: String, arguments: GeneratedContent) {
             self.toolName = toolName
             self.arguments = arguments
         }

@@ -158,7 +158,7 @@ struct PromptRenderer: Sendable {
     func renderPromptPrefix(_ prefix: String) -> [Int] { user + text(prefix) }
 
     static func describe(_ d: Transcript.ToolDefinition) -> String {
-        "Tool \(d.name): \(d.description) Arguments: \(d.argumentsSchema)"
+        d.argumentsSchema.isEmpty ? "Tool \(d.name): \(d.description)" : "Tool \(d.name): \(d.description) Arguments: \(d.argumentsSchema)"
     }
 }
 
@@ -167,7 +167,7 @@ extension Transcript.ToolCalls {
     func tokenIDs(_ renderer: PromptRenderer) -> [Int] {
         if let tokenIDs { return tokenIDs }
         return calls.flatMap {
-            (renderer.toolCall.map { [$0] } ?? []) + renderer.text("\($0.toolName) \($0.arguments)") + [renderer.end]
+            (renderer.toolCall.map { [$0] } ?? []) + renderer.text("\($0.toolName) \($0.arguments.jsonString)") + [renderer.end]
         }
     }
 }

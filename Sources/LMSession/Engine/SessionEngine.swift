@@ -36,6 +36,11 @@ struct Decoding: Sendable {
     var toolsOffered: Bool
     /// Constrains every token to a schema (guided generation); `nil` for free text.
     var guide: GuidedDecoder? = nil
+    /// Constrains a tool call's body (a name, then arguments under that tool's schema);
+    /// `nil` when no call may be made.
+    var toolCall: GuidedDecoder? = nil
+    /// Forces the response to open with a tool call (`ToolCallingMode.required`).
+    var requiresToolCall = false
 }
 
 /// A session's KV cache and renderer, run on its model's shared transformer; requests run
@@ -126,14 +131,26 @@ actor SessionEngine {
         let limit = min(cache.capacity, contextSize)
         while budget > 0 {
             try Task.checkCancellation()
-            // Guided generation: mask the logits to the tokens that keep the value valid and finishable
-            // within what is left of the budget and the window.
-            decoding.guide?.constrain(logits, budget: min(budget - outcome.generated.count, limit - cache.count + 1))
+            let left = min(budget - outcome.generated.count, limit - cache.count + 1)
+            // Guided generation and tool calls: mask the logits to the tokens that keep the value (or
+            // the call) valid and finishable within what is left of the budget and the window.
+            let guide = callStart == nil ? decoding.guide : decoding.toolCall
             let next: Int
-            if let forced = decoding.steering?(outcome.generated), decoding.guide?.allows(forced) ?? true {
-                next = forced
+            if callStart != nil, decoding.toolCall?.isFinished == true {
+                next = renderer.end   // the arguments are complete: the call closes
+            } else if callStart == nil, decoding.requiresToolCall, outcome.generated.isEmpty, let open = renderer.toolCall {
+                next = open
             } else {
-                next = sampler.sample(logits)
+                guide?.constrain(logits, budget: callStart == nil ? left : left - 1)
+                if callStart == nil, let open = renderer.toolCall, decoding.toolsOffered,
+                   decoding.toolCall.map({ left < 2 + $0.remaining }) ?? true {
+                    logits[0, open] = -.infinity   // no call, or no room to finish one
+                }
+                if let forced = decoding.steering?(outcome.generated), guide?.allows(forced) ?? true, logits[0, forced] > -.infinity {
+                    next = forced
+                } else {
+                    next = sampler.sample(logits)
+                }
             }
             if outcome.firstToken == nil { outcome.firstToken = started.duration(to: clock.now) }
             if next == renderer.toolCall, callStart == nil, decoding.toolsOffered { callStart = outcome.generated.count }
@@ -146,7 +163,9 @@ actor SessionEngine {
             }
             outcome.generated.append(next)
             if callStart == nil { onToken(outcome.generated) }
-            if let guide = decoding.guide {
+            if let start = callStart, outcome.generated.count - 1 > start {
+                decoding.toolCall?.accept(next)
+            } else if callStart == nil, let guide = decoding.guide {
                 guide.accept(next)
                 if guide.isFinished { outcome.pending = next; break }
             }

@@ -83,7 +83,8 @@ struct GrammarState {
         case let .pattern(p): return f.a == 0 ? 2 + p.distance[p.start] : p.distance[f.b] + 1
         case let .choice(trie): return trie.distance[f.a]
         case let .number(rule): return rule.remaining(f.number) ?? Int.max / 4
-        case let .nullable(inner, _): return min(4, g.minimumLength[inner])
+        case let .nullable(inner, null): return min(g.minimumLength[null], g.minimumLength[inner])
+        case let .dispatch(trie, _): return trie.distance[f.a]
         }
     }
 
@@ -203,6 +204,15 @@ struct GrammarState {
                 pop()
             case let .nullable(inner, null):
                 top = Frame(node: c == UInt8(ascii: "n") ? null : inner, below: f.below)
+            case let .dispatch(trie, targets):
+                guard let child = trie.child(f.a, c) else { return false }
+                if let target = targets[child] {
+                    top = Frame(node: target, below: f.below)   // the prefix is complete: its node follows
+                } else {
+                    f.a = child
+                    top = f
+                }
+                return true
             }
         }
     }

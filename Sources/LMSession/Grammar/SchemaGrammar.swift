@@ -26,6 +26,9 @@ final class SchemaGrammar: Sendable {
         case number(NumberRule)
         /// `null` or the inner node.
         case nullable(inner: Int, null: Int)
+        /// One of fixed prefixes, each followed by its own node (a tool call: ` name ` then
+        /// that tool's arguments).
+        case dispatch(ChoiceTrie, targets: [Int: Int])
     }
 
     let nodes: [Node]
@@ -38,6 +41,28 @@ final class SchemaGrammar: Sendable {
         if let problem = schema.problem { throw problem }
         var builder = Builder(vocabulary: vocabulary)
         root = try builder.compile(schema.root)
+        nodes = builder.nodes
+        minimumLength = builder.minimumLength
+    }
+
+    /// The grammar of a tool call's body: ` name ` (one of `tools`), then that tool's
+    /// arguments as compact JSON under its parameters schema.
+    init(toolCalls tools: [(name: String, parameters: GenerationSchema)], vocabulary: TokenVocabulary) throws {
+        var builder = Builder(vocabulary: vocabulary)
+        var leafCosts: [[UInt8]: Int] = [:], targets: [[UInt8]: Int] = [:]
+        for tool in tools {
+            if let problem = tool.parameters.problem { throw problem }
+            let prefix = Array(" \(tool.name) ".utf8)
+            guard targets[prefix] == nil else { continue }
+            let node = try builder.compile(tool.parameters.root)
+            targets[prefix] = node
+            leafCosts[prefix] = builder.minimumLength[node]
+        }
+        guard !targets.isEmpty else { throw GenerationSchema.SchemaError.unsupportedShape("a tool call with no tools offered") }
+        let trie = ChoiceTrie(Array(targets.keys), vocabulary: vocabulary, leafCosts: leafCosts)
+        var byLeaf: [Int: Int] = [:]
+        for (prefix, node) in targets { byLeaf[trie.leaf(prefix)] = node }
+        root = builder.add(.dispatch(trie, targets: byLeaf), trie.distance[0])
         nodes = builder.nodes
         minimumLength = builder.minimumLength
     }
@@ -158,8 +183,10 @@ struct ChoiceTrie: Sendable {
     /// The fewest tokens from each node to an end.
     let distance: [Int]
 
-    init(_ strings: [[UInt8]], vocabulary: TokenVocabulary) {
+    /// A trie of `strings`; `leafCosts` adds what follows a string (in tokens) to its end's distance.
+    init(_ strings: [[UInt8]], vocabulary: TokenVocabulary, leafCosts: [[UInt8]: Int] = [:]) {
         var children: [[(UInt8, Int)]] = [[]]
+        var ends: [Int: Int] = [:]
         for s in Set(strings).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
             var node = 0
             for byte in s {
@@ -171,13 +198,14 @@ struct ChoiceTrie: Sendable {
                     node = children.count - 1
                 }
             }
+            ends[node] = leafCosts[s] ?? 0
         }
         self.children = children
         // Children are numbered after their parents, so one pass from the last node fills every
         // distance from its descendants': a token that walks the trie from n to m costs 1 + distance[m].
         var distance = [Int](repeating: Int.max, count: children.count)
         for n in stride(from: children.count - 1, through: 0, by: -1) {
-            if children[n].isEmpty { distance[n] = 0; continue }
+            if children[n].isEmpty { distance[n] = ends[n] ?? 0; continue }
             for (byte, _) in children[n] {
                 for t in vocabulary.byFirstByte[Int(byte)] {
                     var m = n
@@ -199,4 +227,11 @@ struct ChoiceTrie: Sendable {
     }
 
     func isLeaf(_ node: Int) -> Bool { children[node].isEmpty }
+
+    /// The node where `string` ends.
+    func leaf(_ string: [UInt8]) -> Int {
+        var node = 0
+        for byte in string { node = child(node, byte) ?? node }
+        return node
+    }
 }
