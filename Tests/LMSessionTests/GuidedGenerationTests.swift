@@ -129,8 +129,8 @@ struct Ticket {
         do {
             _ = try await session.respond(to: "x", generating: AISummary.self, options: GenerationOptions(maximumResponseTokens: 5))
             Issue.record("accepted")
-        } catch let LanguageModelError.invalidOptions(message) {
-            #expect(message.contains("AISummary"))
+        } catch let LanguageModelError.invalidOptions(option, reason) {
+            #expect(option == "maximumResponseTokens" && reason.contains("AISummary"))
         }
         #expect(session.transcript.entries.count == 1)
         let schema = GenerationSchema(root: .anyOf(name: "Mixed", description: nil, choices: [.boolean, .string(choices: nil, pattern: nil)]))

@@ -163,15 +163,15 @@ struct LanguageModelSessionTests {
 
     @Test func respond_invalidOptionsAreRejectedByName() async throws {
         let session = LanguageModelSession(model: tinyModel, instructions: Self.instructions)
-        for (options, name) in [(GenerationOptions(maximumResponseTokens: -1), "maximumResponseTokens"),
-                                (GenerationOptions(temperature: -2), "temperature"),
-                                (GenerationOptions(samplingMode: .random(top: 0)), "top"),
-                                (GenerationOptions(samplingMode: .random(probabilityThreshold: 1.5)), "probabilityThreshold")] {
+        for (options, name, word) in [(GenerationOptions(maximumResponseTokens: -1), "maximumResponseTokens", "negative"),
+                                      (GenerationOptions(temperature: -2), "temperature", "≥ 0"),
+                                      (GenerationOptions(samplingMode: .random(top: 0)), "samplingMode", "top"),
+                                      (GenerationOptions(samplingMode: .random(probabilityThreshold: 1.5)), "samplingMode", "probabilityThreshold")] {
             do {
                 _ = try await session.respond(to: "Hi", options: options)
                 Issue.record("accepted \(options)")
-            } catch let LanguageModelError.invalidOptions(message) {
-                #expect(message.contains(name))
+            } catch let LanguageModelError.invalidOptions(option, reason) {
+                #expect(option == name && reason.contains(word))
             }
         }
         #expect(session.transcript.history.isEmpty)

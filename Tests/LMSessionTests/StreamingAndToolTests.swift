@@ -163,7 +163,7 @@ struct StreamingAndToolTests {
         #expect(tool.calls.value.withLock { $0 } == 1)
         try await session.expectCacheExact()
         let none = LanguageModelSession(model: tinyModel)
-        await #expect(throws: LanguageModelError.invalidOptions("toolCallingMode .required needs at least one tool")) {
+        await #expect(throws: LanguageModelError.invalidOptions(option: "toolCallingMode", reason: ".required needs at least one tool")) {
             try await none.respond(to: "x", options: GenerationOptions(toolCallingMode: .required))
         }
     }

@@ -20,6 +20,19 @@ public struct GenerationOptions: Sendable, Equatable {
         self.toolCallingMode = toolCallingMode
     }
 
+    /// Options with the iOS 26 spelling of the sampling mode.
+    @available(*, deprecated, renamed: "init(samplingMode:temperature:maximumResponseTokens:toolCallingMode:)")
+    public init(sampling: SamplingMode?, temperature: Double? = nil, maximumResponseTokens: Int? = nil) {
+        self.init(samplingMode: sampling, temperature: temperature, maximumResponseTokens: maximumResponseTokens)
+    }
+
+    /// The iOS 26 name of ``samplingMode``.
+    @available(*, deprecated, renamed: "samplingMode")
+    public var sampling: SamplingMode? {
+        get { samplingMode }
+        set { samplingMode = newValue }
+    }
+
     /// Whether a response may call the offered tools.
     public enum ToolCallingMode: Sendable, Equatable {
         /// The model decides (the default).

@@ -47,18 +47,50 @@ public final class LoadedModel: Sendable {
 
 /// A language model a session can run.
 public protocol LanguageModel: Sendable {
-    /// The context window, in tokens.
-    var contextSize: Int { get throws }
     /// Loads (once) and returns the model's weights and tokenizer.
     func loaded() throws -> LoadedModel
 }
 
 extension LanguageModel {
-    /// The context window, in tokens.
-    public var contextSize: Int { get throws { try loaded().weights.config.contextLength } }
+    /// The context window, in tokens (0 when the model cannot be loaded; see
+    /// ``SystemLanguageModel/availability``).
+    public var contextSize: Int { (try? loaded().weights.config.contextLength) ?? 0 }
 
     /// How many tokens `text` takes (without BOS), as a prompt segment would.
     public func tokenCount(for text: String) throws -> Int { try loaded().tokenizer.encode(text, bos: false).count }
+
+    /// How many tokens a prompt takes where a session renders it: `<|user|> text <|end|>`.
+    public func tokenCount(for prompt: Prompt) async throws -> Int {
+        let renderer = PromptRenderer(tokenizer: try loaded().tokenizer)
+        return renderer.user.count + renderer.text(prompt.text).count + 1
+    }
+
+    /// How many tokens instructions take as the first segment of a request: `BOS <|system|> text <|end|>`.
+    public func tokenCount(for instructions: Instructions) async throws -> Int {
+        let renderer = PromptRenderer(tokenizer: try loaded().tokenizer)
+        var out = RenderedPrompt()
+        renderer.renderInstructions([.text(instructions.text)], into: &out)
+        return out.tokens.count
+    }
+
+    /// How many tokens tool definitions add to the instructions.
+    public func tokenCount(for tools: [any Tool]) async throws -> Int {
+        let renderer = PromptRenderer(tokenizer: try loaded().tokenizer)
+        return tools.reduce(0) { $0 + renderer.text(PromptRenderer.describe($1.definition)).count }
+    }
+
+    /// How many tokens a schema takes where a guided request renders it after its prompt.
+    public func tokenCount(for schema: GenerationSchema) async throws -> Int {
+        PromptRenderer(tokenizer: try loaded().tokenizer).schemaTokens(.init(schema: schema)).count
+    }
+
+    /// How many tokens transcript entries take as history.
+    public func tokenCount(for entries: some Collection<Transcript.Entry>) async throws -> Int {
+        let renderer = PromptRenderer(tokenizer: try loaded().tokenizer)
+        var out = RenderedPrompt()
+        for (i, entry) in entries.enumerated() { renderer.renderEntry(entry, index: i, into: &out) }
+        return out.tokens.count
+    }
 }
 
 /// The on-device model simulation: a bundled config (synthetic weights) or a llama2.c checkpoint.

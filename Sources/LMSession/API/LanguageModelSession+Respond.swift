@@ -138,7 +138,7 @@ extension LanguageModelSession {
             let guide = GuidedDecoder(masker: lent.0, stopToken: engine.renderer.end)
             if let budget = decoding.budget, budget < guide.remaining {
                 throw LanguageModelError.invalidOptions(
-                    "maximumResponseTokens \(budget) cannot hold the shortest valid \(format!.name) (\(guide.remaining) tokens)")
+                    option: "maximumResponseTokens", reason: "\(budget) cannot hold the shortest valid \(format!.name) (\(guide.remaining) tokens)")
             }
             decoding.guide = guide
         }
@@ -152,7 +152,7 @@ extension LanguageModelSession {
         }()
         defer { if let callGrammar { engine.model.grammars.giveBack(callGrammar.0, key: callGrammar.key) } }
         if mode == .required, callGrammar == nil, format == nil {
-            throw LanguageModelError.invalidOptions("toolCallingMode .required needs at least one tool")
+            throw LanguageModelError.invalidOptions(option: "toolCallingMode", reason: ".required needs at least one tool")
         }
         // 2. The stateless transform sees a copy (the new prompt included); the stored transcript is untouched.
         let promptEntry = Transcript.Entry.prompt(.init(text: prompt.text, responseFormat: format))
@@ -189,7 +189,7 @@ extension LanguageModelSession {
                     if let raw { onSnapshot(.init(raw: raw, usage: snapshotUsage)) }
                 }
             } catch let error as RuntimeError {
-                throw LanguageModelError.runtime(error.description)
+                throw LanguageModelError.runtime(error)
             }
             if round == 0 {
                 usage.input = .init(totalTokenCount: outcome.inputTokens, cachedTokenCount: outcome.reuse.cached)
@@ -290,11 +290,11 @@ extension LanguageModelSession {
     private func decodingPlan(_ options: GenerationOptions, profile: Profile) throws -> Decoding {
         let budget = options.maximumResponseTokens ?? profile.options.maximumResponseTokens
         if let budget, budget < 0 {
-            throw LanguageModelError.invalidOptions("maximumResponseTokens must not be negative, got \(budget)")
+            throw LanguageModelError.invalidOptions(option: "maximumResponseTokens", reason: "must not be negative, got \(budget)")
         }
         let temperature = options.temperature ?? profile.options.temperature ?? 1
         guard temperature >= 0, temperature.isFinite else {
-            throw LanguageModelError.invalidOptions("temperature must be ≥ 0, got \(temperature)")
+            throw LanguageModelError.invalidOptions(option: "temperature", reason: "must be ≥ 0, got \(temperature)")
         }
         let mode = options.samplingMode ?? profile.options.samplingMode ?? .greedy
         let (steering, request) = state.withLock { ($0.steering, $0.requestCount) }
@@ -302,10 +302,10 @@ extension LanguageModelSession {
         switch mode.kind {
         case .greedy: strategy = .greedy
         case let .top(k):
-            guard k >= 1 else { throw LanguageModelError.invalidOptions("top must be at least 1, got \(k)") }
+            guard k >= 1 else { throw LanguageModelError.invalidOptions(option: "samplingMode", reason: "top must be at least 1, got \(k)") }
             strategy = .topK(k, temperature: Float(temperature))
         case let .probabilityThreshold(p):
-            guard p > 0, p <= 1 else { throw LanguageModelError.invalidOptions("probabilityThreshold must be in (0, 1], got \(p)") }
+            guard p > 0, p <= 1 else { throw LanguageModelError.invalidOptions(option: "samplingMode", reason: "probabilityThreshold must be in (0, 1], got \(p)") }
             strategy = .topP(Float(p), temperature: Float(temperature))
         }
         return Decoding(strategy: strategy, seed: mode.seed ?? request, budget: budget, steering: steering, toolsOffered: false)

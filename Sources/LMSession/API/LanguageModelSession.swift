@@ -133,7 +133,7 @@ public final class LanguageModelSession: Sendable {
         if let engine = engineSlot.withLock({ $0 }) { return engine }
         let created: SessionEngine
         do { created = SessionEngine(model: try languageModel.loaded()) } catch let error as ModelLoadError {
-            throw LanguageModelError.runtime(error.description)
+            throw LanguageModelError.modelUnavailable(error)
         }
         return engineSlot.withLock { slot in
             if let existing = slot { return existing }

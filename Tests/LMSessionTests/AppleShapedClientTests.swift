@@ -1,0 +1,100 @@
+import Foundation
+import LMSession
+import Testing
+
+// Code as an app written from FoundationModels' documentation has it: only `import LMSession`
+// (no @testable), Swift 6 mode. If this file compiles, the shapes are there; the tests check
+// they behave as documented.
+
+@Generable
+struct TripIdea {
+    @Guide(description: "A short title")
+    let title: String
+    @Guide(description: "Two to four stops", .count(2...4))
+    let stops: [String]
+    @Guide(description: "Days, 1 to 7", .range(1...7))
+    let days: Int
+}
+
+struct ForecastTool: Tool {
+    let description = "Current weather for a city."
+    @Generable struct Arguments {
+        @Guide(description: "A city name") let city: String
+    }
+    func call(arguments: Arguments) async throws -> String { "Sunny in \(arguments.city)" }
+}
+
+@Suite struct AppleShapedClientTests {
+    static let tiny = SystemLanguageModel(named: "tiny", prefixStore: .memoryOnly(memoryByteLimit: 0))
+
+    @Test func guidedAndTools_readAsAppleDocumentsThem() async throws {
+        let session = LanguageModelSession(model: Self.tiny, tools: [ForecastTool()], instructions: "Plan trips.")
+        let idea = try await session.respond(to: "A weekend idea", generating: TripIdea.self,
+                                             options: GenerationOptions(maximumResponseTokens: 80)).content
+        #expect((2 ... 4).contains(idea.stops.count) && (1 ... 7).contains(idea.days))
+        let reply = try await session.respond(to: "Weather?", options: GenerationOptions(maximumResponseTokens: 30, toolCallingMode: .required))
+        for entry in reply.transcriptEntries {
+            switch entry {
+            case let .toolCalls(calls): #expect(calls.calls.first?.toolName == "ForecastTool")
+            case let .toolOutput(output): #expect(output.text.hasPrefix("Sunny in "))
+            default: break
+            }
+        }
+        guard case let .response(r)? = session.transcript.entries.dropFirst(2).first, case .structure? = r.segments.first else {
+            Issue.record("the structured response is not in the transcript"); return
+        }
+    }
+
+    @Test func errors_bothCatchStylesCompileAndTheThrownOneIsLanguageModelError() async throws {
+        let session = LanguageModelSession(model: Self.tiny)
+        let long = String(repeating: "word ", count: 3000)
+        do {
+            _ = try await session.respond(to: long)
+            Issue.record("no error")
+        } catch let LanguageModelError.contextSizeExceeded(context) {
+            #expect(context.tokenCount > context.contextSize)
+            #expect(context.debugDescription.contains("\(context.contextSize)"))
+            if case .exceededContextWindowSize = LanguageModelError.contextSizeExceeded(context).generationError {} else {
+                Issue.record("the iOS 26 form differs")
+            }
+        } catch let error as LanguageModelSession.GenerationError {
+            Issue.record("the session throws LanguageModelError, not \(error)")
+        }
+    }
+
+    @Test func availability_reportsMissingFilesInsteadOfThrowingLater() async throws {
+        #expect(Self.tiny.availability == .available && Self.tiny.isAvailable)
+        let missing = SystemLanguageModel(checkpoint: URL(fileURLWithPath: "/nonexistent/model.bin"),
+                                          tokenizer: URL(fileURLWithPath: "/nonexistent/tokenizer.bin"))
+        guard case .unavailable(.modelFilesInvalid) = missing.availability else {
+            Issue.record("\(missing.availability)"); return
+        }
+        #expect(!missing.isAvailable && missing.contextSize == 0)
+        let session = LanguageModelSession(model: missing)
+        await #expect(throws: LanguageModelError.self) { try await session.respond(to: "Hi") }
+        #expect(SystemLanguageModel.default.supportsLocale(Locale(identifier: "en_US")))
+        #expect(!SystemLanguageModel.default.supportsLocale(Locale(identifier: "fr_FR")))
+        #expect(SystemLanguageModel(useCase: .contentTagging, guardrails: .default).contextSize == 4096)
+    }
+
+    @Test func tokenCounts_addUpToWhatARequestRenders() async throws {
+        let instructions = Instructions("Plan trips.")
+        let session = LanguageModelSession(model: Self.tiny, instructions: instructions)
+        let response = try await session.respond(to: "A weekend idea", options: GenerationOptions(maximumResponseTokens: 3))
+        let counted = try await Self.tiny.tokenCount(for: instructions) + Self.tiny.tokenCount(for: Prompt("A weekend idea")) + 1
+        #expect(counted == response.usage.input.totalTokenCount)
+        let history = try await Self.tiny.tokenCount(for: response.transcriptEntries)
+        let prompt = try await Self.tiny.tokenCount(for: Prompt("A weekend idea"))
+        #expect(history == prompt + 1 + response.usage.output.totalTokenCount + 1)   // <|user|>…<|end|>, <|assistant|>…<|end|>
+        #expect(try await Self.tiny.tokenCount(for: TripIdea.generationSchema) > 10)
+        #expect(try await Self.tiny.tokenCount(for: [ForecastTool()]) > 5)
+    }
+
+    @available(*, deprecated, message: "exercises the iOS 26 spellings")
+    @Test func options_iOS26SpellingsStillWork() {
+        var options = GenerationOptions(sampling: .greedy, temperature: 0.5, maximumResponseTokens: 9)
+        #expect(options.samplingMode == .greedy && options.sampling == .greedy)
+        options.sampling = .random(top: 3)
+        #expect(options.samplingMode == .random(top: 3))
+    }
+}
