@@ -1,5 +1,6 @@
 import Foundation
 import LMSession
+import Observation
 import Testing
 
 // Code as an app written from FoundationModels' documentation has it: only `import LMSession`
@@ -22,6 +23,15 @@ struct ForecastTool: Tool {
         @Guide(description: "A city name") let city: String
     }
     func call(arguments: Arguments) async throws -> String { "Sunny in \(arguments.city)" }
+}
+
+struct TripProfile: DynamicProfile {
+    @SessionProperty(\.history) var history
+    var body: some DynamicProfile {
+        Profile { Instructions("Plan trips.") }
+            .model(AppleShapedClientTests.tiny)
+            .onResponse { if history.count > 4 { history = Array(history.suffix(2)) } }
+    }
 }
 
 @Suite struct AppleShapedClientTests {
@@ -97,4 +107,49 @@ struct ForecastTool: Tool {
         options.sampling = .random(top: 3)
         #expect(options.samplingMode == .random(top: 3))
     }
+
+    @Test func transcript_entriesAreIdentifiableSegmentedAndSettable() async throws {
+        let session = LanguageModelSession(profile: TripProfile())
+        _ = try await session.respond(to: "One", options: GenerationOptions(maximumResponseTokens: 3))
+        let entries = session.transcript.entries
+        #expect(Set(entries.map(\.id)).count == entries.count)
+        for entry in entries {
+            switch entry {
+            case let .instructions(i): #expect(i.segments.count == 1)
+            case let .prompt(p):
+                guard case let .text(t) = p.segments.first else { Issue.record("no text segment"); return }
+                #expect(t.content == "One")
+            case let .response(r): #expect(r.segments.count == 1)
+            case .toolCalls, .toolOutput, .reasoning: Issue.record("unexpected \(entry.kind)")
+            }
+        }
+        // Ids survive a save and load; a transcript saved without ids gets fresh ones.
+        let data = try JSONEncoder().encode(session.transcript)
+        let loaded = try JSONDecoder().decode(Transcript.self, from: data)
+        #expect(loaded.entries.map(\.id) == entries.map(\.id))
+        // Setting the transcript replaces the history; the next request renders it.
+        session.transcript = Transcript(entries: [.prompt(.init(text: "Earlier")), .response(.init(text: "Yes.", tokenIDs: []))])
+        #expect(session.transcript.history.count == 2)
+        let next = try await session.respond(to: "Two", options: GenerationOptions(maximumResponseTokens: 3))
+        #expect(next.invalidation?.segment == .transcriptEntry(index: 0, kind: "prompt"))
+        #expect(session.transcript.history.count == 4)
+    }
+
+    @Test func observation_seesRespondingAndTranscriptChange() async throws {
+        let session = LanguageModelSession(model: Self.tiny)
+        let changes = ChangeCounter()
+        @Sendable func track() {
+            withObservationTracking { _ = session.isResponding; _ = session.transcript } onChange: { changes.bump(); track() }
+        }
+        track()
+        _ = try await session.respond(to: "Hi", options: GenerationOptions(maximumResponseTokens: 2))
+        #expect(changes.count >= 3)   // responding on, the transcript, responding off
+    }
+}
+
+final class ChangeCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    var count: Int { lock.withLock { value } }
+    func bump() { lock.withLock { value += 1 } }
 }

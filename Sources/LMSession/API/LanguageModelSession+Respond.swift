@@ -75,7 +75,7 @@ extension LanguageModelSession {
         guard rendered.tokens.count <= engine.contextSize else { return }
         let switched = await engine.switchProfile(to: profile.identity)
         let result = try await engine.prefill(rendered, profileSwitched: switched)
-        state.withLock { $0.usage.computedTokenCount += result.computed; $0.usage.prefillDuration += result.duration }
+        changing(\.usage) { $0.usage.computedTokenCount += result.computed; $0.usage.prefillDuration += result.duration }
     }
 
     /// Streams `perform`'s snapshots, converted to `Content`.
@@ -112,13 +112,13 @@ extension LanguageModelSession {
     func perform(_ prompt: Prompt, options: GenerationOptions, format: Transcript.ResponseFormat?,
                  onSnapshot: @escaping @Sendable (PartialSnapshot) -> Void) async throws -> (response: Response<String>, raw: GeneratedContent) {
         let started = ContinuousClock.now
-        let pendingPrewarm = try state.withLock { state -> Task<Void, Never>? in
+        let pendingPrewarm = try changing(\.isResponding) { state -> Task<Void, Never>? in
             guard !state.isResponding else { throw LanguageModelError.concurrentRequests }
             state.isResponding = true
             state.requestCount += 1
             return state.prewarm
         }
-        defer { state.withLock { $0.isResponding = false } }
+        defer { changing(\.isResponding) { $0.isResponding = false } }
         await pendingPrewarm?.value
         state.withLock { $0.prewarm = nil }
         let engine = try engine()
@@ -255,7 +255,7 @@ extension LanguageModelSession {
         if runHooks {
             for hook in profile.promptHooks { try await SessionContext.$current.withValue(context) { try await hook() } }
             let history = context.history
-            state.withLock { $0.history = history }
+            changing(\.transcript) { $0.history = history }
         }
         return (profile, components, context.history)
     }
@@ -272,7 +272,7 @@ extension LanguageModelSession {
             case let .tool(t): tools.append(t.definition)
             }
         }
-        state.withLock { state in
+        changing(\.transcript) { state in
             state.instructions = .init(texts: texts, toolDefinitions: tools)
             state.history += added
             state.usage = state.usage + usage
@@ -284,7 +284,7 @@ extension LanguageModelSession {
         let context = SessionContext(history: state.withLock { $0.history })
         for hook in profile.responseHooks { try await SessionContext.$current.withValue(context) { try await hook() } }
         let history = context.history
-        state.withLock { $0.history = history }
+        changing(\.transcript) { $0.history = history }
     }
 
     private func decodingPlan(_ options: GenerationOptions, profile: Profile) throws -> Decoding {

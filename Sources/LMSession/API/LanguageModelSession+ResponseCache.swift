@@ -56,7 +56,7 @@ extension LanguageModelSession {
             return CachedResponse(content: r.text, tokenIDs: r.tokenIDs)
         }
         if answer.isCached, let value = answer.value {
-            state.withLock { $0.history += [.prompt(.init(text: prompt.text)), .response(.init(text: value.content, tokenIDs: value.tokenIDs))] }
+            changing(\.transcript) { $0.history += [.prompt(.init(text: prompt.text)), .response(.init(text: value.content, tokenIDs: value.tokenIDs))] }
         }
         return answer
     }

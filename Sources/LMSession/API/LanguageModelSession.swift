@@ -1,5 +1,6 @@
 import Foundation
 import LMRuntime
+import Observation
 import Synchronization
 
 /// A conversation with a language model that reuses its KV cache exactly between requests.
@@ -14,7 +15,10 @@ import Synchronization
 /// Safe to use from async code: one request runs at a time (a second one throws
 /// ``LanguageModelError/concurrentRequests``); a request that arrives while
 /// ``prewarm(promptPrefix:)`` runs waits for it.
-public final class LanguageModelSession: Sendable {
+///
+/// `Observable`: a SwiftUI view (or `withObservationTracking`) that reads ``isResponding``,
+/// ``transcript`` or ``usage`` updates when they change.
+public final class LanguageModelSession: Sendable, Observable {
     struct State {
         var instructions = Transcript.Instructions(texts: [])
         var history: [Transcript.Entry]
@@ -30,6 +34,13 @@ public final class LanguageModelSession: Sendable {
     let source: AnyDynamicProfile
     let state: Mutex<State>
     private let engineSlot = Mutex<SessionEngine?>(nil)
+    private let registrar = ObservationRegistrar()
+
+    /// Changes the state under its lock, telling observers of `keyPath`.
+    func changing<Member, R: Sendable>(_ keyPath: KeyPath<LanguageModelSession, Member>,
+                                       _ body: (inout sending State) throws -> sending R) rethrows -> R {
+        try registrar.withMutation(of: self, keyPath: keyPath) { try state.withLock { try body(&$0) } }
+    }
 
     init(model: any LanguageModel, source: AnyDynamicProfile, history: [Transcript.Entry]) {
         languageModel = model
@@ -100,15 +111,29 @@ public final class LanguageModelSession: Sendable {
     // MARK: State
 
     /// Whether a request is running.
-    public var isResponding: Bool { state.withLock { $0.isResponding } }
+    public var isResponding: Bool {
+        registrar.access(self, keyPath: \.isResponding)
+        return state.withLock { $0.isResponding }
+    }
 
     /// The instructions (as last resolved) followed by every prompt, tool call and response.
+    ///
+    /// Settable: the new transcript's entries after its leading instructions become the
+    /// history (the instructions come from the session's own instructions or profile). The
+    /// next request renders the new history and reuses the cache up to the first difference.
     public var transcript: Transcript {
-        state.withLock { Transcript(entries: [.instructions($0.instructions)] + $0.history) }
+        get {
+            registrar.access(self, keyPath: \.transcript)
+            return state.withLock { Transcript(entries: [.instructions($0.instructions)] + $0.history) }
+        }
+        set { changing(\.transcript) { $0.history = newValue.history } }
     }
 
     /// Token counts and timings summed over every request and prewarm of this session.
-    public var usage: Usage { state.withLock { $0.usage } }
+    public var usage: Usage {
+        registrar.access(self, keyPath: \.usage)
+        return state.withLock { $0.usage }
+    }
 
     /// What happens to the transcript when a response is cut off by the context window.
     public var transcriptErrorHandlingPolicy: TranscriptErrorHandlingPolicy {

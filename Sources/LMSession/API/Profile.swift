@@ -171,3 +171,10 @@ extension DynamicProfile {
     /// Sets the model.
     public func model(_ model: any LanguageModel) -> ModifiedProfile<Self> { modified { $0.model = model } }
 }
+
+extension DynamicProfile {
+    /// ``LanguageModelSession/Profile``, usable unqualified inside a profile's body.
+    public typealias Profile = LanguageModelSession.Profile
+    /// ``LanguageModelSession/SessionProperty``, usable unqualified inside a profile.
+    public typealias SessionProperty = LanguageModelSession.SessionProperty
+}

@@ -24,8 +24,8 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
         return entries
     }
 
-    /// One item of a transcript.
-    public enum Entry: Sendable, Equatable, Codable {
+    /// One item of a transcript; identified by its payload's ``EntryIdentity``.
+    public enum Entry: Sendable, Equatable, Codable, Identifiable {
         /// The instructions and the tools offered to the model.
         case instructions(Instructions)
         /// A prompt from the user.
@@ -36,8 +36,12 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
         case toolOutput(ToolOutput)
         /// A response from the model.
         case response(Response)
+        /// The model's reasoning before a response (kept in the record; the models here
+        /// never write one, and it is not rendered to the model).
+        case reasoning(Reasoning)
 
-        /// A short name for the kind of entry (`instructions`, `prompt`, `toolCalls`, `toolOutput`, `response`).
+        /// A short name for the kind of entry (`instructions`, `prompt`, `toolCalls`, `toolOutput`,
+        /// `response`, `reasoning`).
         public var kind: String {
             switch self {
             case .instructions: "instructions"
@@ -45,35 +49,83 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
             case .toolCalls: "toolCalls"
             case .toolOutput: "toolOutput"
             case .response: "response"
+            case .reasoning: "reasoning"
             }
+        }
+
+        /// The entry's identifier.
+        public var id: String {
+            switch self {
+            case let .instructions(e): e.id
+            case let .prompt(e): e.id
+            case let .toolCalls(e): e.id
+            case let .toolOutput(e): e.id
+            case let .response(e): e.id
+            case let .reasoning(e): e.id
+            }
+        }
+    }
+
+    /// Reasoning the model wrote before responding.
+    public struct Reasoning: Sendable, Equatable, Codable {
+        /// The entry's identifier.
+        @EntryIdentity public var id: String
+        /// The reasoning's content.
+        public var segments: [Segment]
+        /// A reasoning entry.
+        public init(id: String = UUID().uuidString, segments: [Segment]) {
+            self.id = id
+            self.segments = segments
         }
     }
 
     /// An instructions entry: instruction texts and tool definitions, in declaration order.
     public struct Instructions: Sendable, Equatable, Codable {
+        /// The entry's identifier.
+        @EntryIdentity public var id: String
         /// Instruction texts, in order.
         public var texts: [String]
         /// Definitions of the tools offered.
         public var toolDefinitions: [ToolDefinition]
 
         /// An instructions entry.
-        public init(texts: [String], toolDefinitions: [ToolDefinition] = []) {
+        public init(id: String = UUID().uuidString, texts: [String], toolDefinitions: [ToolDefinition] = []) {
+            self.id = id
             self.texts = texts
             self.toolDefinitions = toolDefinitions
         }
+
+        /// An instructions entry from segments (text segments become texts; a structure its JSON).
+        public init(id: String = UUID().uuidString, segments: [Segment], toolDefinitions: [ToolDefinition]) {
+            self.init(id: id, texts: segments.map(\.text), toolDefinitions: toolDefinitions)
+        }
+
+        /// The texts as text segments.
+        public var segments: [Segment] { texts.map { .text(TextSegment(content: $0)) } }
     }
 
     /// A prompt entry.
     public struct Prompt: Sendable, Equatable, Codable {
+        /// The entry's identifier.
+        @EntryIdentity public var id: String
         /// The prompt text.
         public var text: String
         /// The structure the response had to have, for a guided-generation request.
         public var responseFormat: ResponseFormat?
         /// A prompt entry with `text`.
-        public init(text: String, responseFormat: ResponseFormat? = nil) {
+        public init(id: String = UUID().uuidString, text: String, responseFormat: ResponseFormat? = nil) {
+            self.id = id
             self.text = text
             self.responseFormat = responseFormat
         }
+
+        /// A prompt entry from segments (joined by newlines; a structure as its JSON).
+        public init(id: String = UUID().uuidString, segments: [Segment], responseFormat: ResponseFormat? = nil) {
+            self.init(id: id, text: segments.map(\.text).joined(separator: "\n"), responseFormat: responseFormat)
+        }
+
+        /// The text as one text segment.
+        public var segments: [Segment] { [.text(TextSegment(content: text))] }
     }
 
     /// The schema a guided-generation request asked for.
@@ -101,7 +153,7 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
     }
 
     /// A part of an entry's content.
-    public enum Segment: Sendable, Equatable {
+    public enum Segment: Sendable, Equatable, Codable {
         /// Text.
         case text(TextSegment)
         /// A structured value.
@@ -109,7 +161,7 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
     }
 
     /// Text content.
-    public struct TextSegment: Sendable, Equatable {
+    public struct TextSegment: Sendable, Equatable, Codable {
         /// The text.
         public var content: String
         /// A text segment.
@@ -147,17 +199,27 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
     }
 
     /// The calls the model made in one step.
-    public struct ToolCalls: Sendable, Equatable, Codable {
+    public struct ToolCalls: Sendable, Equatable, Codable, RandomAccessCollection {
+        /// The entry's identifier.
+        @EntryIdentity public var id: String
         /// The calls, in order.
         public var calls: [ToolCall]
         /// The exact tokens the model generated for the calls (markers included), when known,
         /// so the next request renders what is already in the KV cache.
         public var tokenIDs: [Int]?
         /// A tool-calls entry.
-        public init(calls: [ToolCall], tokenIDs: [Int]? = nil) {
+        public init(id: String = UUID().uuidString, calls: [ToolCall], tokenIDs: [Int]? = nil) {
+            self.id = id
             self.calls = calls
             self.tokenIDs = tokenIDs
         }
+
+        /// First index.
+        public var startIndex: Int { calls.startIndex }
+        /// One past the last index.
+        public var endIndex: Int { calls.endIndex }
+        /// The call at `position`.
+        public subscript(position: Int) -> ToolCall { calls[position] }
     }
 
     /// One call: a tool name and its arguments, as the model wrote them.
@@ -175,15 +237,21 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
 
     /// What a tool returned.
     public struct ToolOutput: Sendable, Equatable, Codable {
+        /// The entry's identifier.
+        @EntryIdentity public var id: String
         /// The tool's name.
         public var toolName: String
         /// The output text.
         public var text: String
         /// A tool-output entry.
-        public init(toolName: String, text: String) {
+        public init(id: String = UUID().uuidString, toolName: String, text: String) {
+            self.id = id
             self.toolName = toolName
             self.text = text
         }
+
+        /// The output as one text segment.
+        public var segments: [Segment] { [.text(TextSegment(content: text))] }
     }
 
     /// A response entry: the text, and the exact token ids the model generated, so the
@@ -193,6 +261,8 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
     /// them) renders its text, tokenized; a saved transcript without the `tokenIDs` key
     /// decodes to such a response.
     public struct Response: Sendable, Equatable, Codable {
+        /// The entry's identifier.
+        @EntryIdentity public var id: String
         /// The decoded text.
         public var text: String
         /// The generated token ids (stop token excluded); empty when unknown.
@@ -200,7 +270,8 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
         /// The value, for a guided-generation response (`text` is then its JSON).
         public var structure: StructuredSegment?
         /// A response entry.
-        public init(text: String, tokenIDs: [Int], structure: StructuredSegment? = nil) {
+        public init(id: String = UUID().uuidString, text: String, tokenIDs: [Int], structure: StructuredSegment? = nil) {
+            self.id = id
             self.text = text
             self.tokenIDs = tokenIDs
             self.structure = structure
@@ -214,13 +285,24 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
 }
 
 extension Transcript.Response {
-    private enum CodingKeys: String, CodingKey { case text, tokenIDs, structure }
+    private enum CodingKeys: String, CodingKey { case id, text, tokenIDs, structure }
 
-    /// Reads a response; `tokenIDs` and `structure` may be absent.
+    /// Reads a response; `id`, `tokenIDs` and `structure` may be absent.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
+        _id = try c.decode(EntryIdentity.self, forKey: .id)
         text = try c.decode(String.self, forKey: .text)
         tokenIDs = try c.decodeIfPresent([Int].self, forKey: .tokenIDs) ?? []
         structure = try c.decodeIfPresent(Transcript.StructuredSegment.self, forKey: .structure)
+    }
+}
+
+extension Transcript.Segment {
+    /// The segment as text (a structure as its JSON).
+    var text: String {
+        switch self {
+        case let .text(t): t.content
+        case let .structure(s): s.content.jsonString
+        }
     }
 }

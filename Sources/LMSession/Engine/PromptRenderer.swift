@@ -114,6 +114,8 @@ struct PromptRenderer: Sendable {
             out.append(assistant + calls.tokenIDs(self), as: segment)
         case let .toolOutput(o):
             out.append(tool + text(o.text) + [end], as: segment)
+        case .reasoning:
+            out.append([], as: segment)   // kept in the record, not shown to the model
         }
     }
 
