@@ -145,6 +145,34 @@ struct TripProfile: DynamicProfile {
         _ = try await session.respond(to: "Hi", options: GenerationOptions(maximumResponseTokens: 2))
         #expect(changes.count >= 3)   // responding on, the transcript, responding off
     }
+
+    @Test func profileToolHooks_seeEachCallAndOutput() async throws {
+        let log = ChangeCounter()
+        let session = LanguageModelSession(profile: ToolProfile(log: log))
+        let response = try await session.respond(to: "Weather?")
+        #expect(response.transcriptEntries.map(\.kind).prefix(3) == ["prompt", "toolCalls", "toolOutput"])
+        let calls = response.transcriptEntries.filter { $0.kind == "toolCalls" }.count
+        #expect(log.count == 2 * calls)
+    }
+}
+
+/// App state that is not Sendable, as a view model often is.
+final class TripFilter {
+    var hidden: Set<String> = ["debug"]
+}
+
+struct ToolProfile: DynamicProfile {
+    let log: ChangeCounter
+    let filter = TripFilter()
+    var body: some DynamicProfile {
+        Profile { Instructions("Plan trips."); ForecastTool() }
+            .model(AppleShapedClientTests.tiny)
+            .historyTransform { history in history.filter { !filter.hidden.contains($0.kind) } }   // captures non-Sendable state
+            .onToolCall { [log] call in if call.toolName == "ForecastTool" { log.bump() } }
+            .onToolOutput { [log] output in if output.text.hasPrefix("Sunny") { log.bump() } }
+            .toolCallingMode(.required)
+            .maximumResponseTokens(30)
+    }
 }
 
 final class ChangeCounter: @unchecked Sendable {

@@ -205,9 +205,10 @@ extension LanguageModelSession {
             guard case let .toolCall(callTokens) = outcome.ending, round < Self.maximumToolRounds else { break }
             // A tool call: record it, run the tool, record its output, and let the model continue.
             let call = try Self.parseCall(callTokens, renderer: engine.renderer)
-            let output = try await runTool(call, offered: tools)
-            added += [.toolCalls(.init(calls: [call], tokenIDs: callTokens)),
-                      .toolOutput(.init(toolName: call.toolName, text: output))]
+            for hook in profile.toolCallHooks { try await hook(call) }
+            let output = Transcript.ToolOutput(toolName: call.toolName, text: try await runTool(call, offered: tools))
+            for hook in profile.toolOutputHooks { try await hook(output) }
+            added += [.toolCalls(.init(calls: [call], tokenIDs: callTokens)), .toolOutput(output)]
             rendered = engine.renderer.render(components, history: seen + added.dropFirst(), prompt: nil)
             round += 1
         } while true

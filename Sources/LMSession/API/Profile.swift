@@ -2,9 +2,16 @@ import Foundation
 
 extension LanguageModelSession {
     /// A stateless history transform: changes what the model sees, never the stored transcript.
-    public typealias HistoryTransform = @Sendable ([Transcript.Entry]) -> [Transcript.Entry]
+    ///
+    /// Not `@Sendable`: a transform may capture app state as Apple-style code does; the
+    /// session runs its transforms inside its own requests, one request at a time.
+    public typealias HistoryTransform = ([Transcript.Entry]) -> [Transcript.Entry]
     /// A hook run before generation (`onPrompt`) or after a response (`onResponse`).
     public typealias Hook = @Sendable () async throws -> Void
+    /// A hook run with each tool call the model makes, before the tool runs.
+    public typealias ToolCallHook = @Sendable (Transcript.ToolCall) async throws -> Void
+    /// A hook run with each tool's output, before the model reads it.
+    public typealias ToolOutputHook = @Sendable (Transcript.ToolOutput) async throws -> Void
 
     /// Dynamic instructions bound to session configuration: sampling, limits, history
     /// transforms and hooks.
@@ -16,6 +23,8 @@ extension LanguageModelSession {
         var historyTransforms: [HistoryTransform] = []
         var promptHooks: [Hook] = []
         var responseHooks: [Hook] = []
+        var toolCallHooks: [ToolCallHook] = []
+        var toolOutputHooks: [ToolOutputHook] = []
         var options = GenerationOptions()
         var model: (any LanguageModel)?
         /// Which branch of a dynamic profile's body produced this profile; a change is a profile switch.
@@ -148,6 +157,16 @@ extension DynamicProfile {
     /// the stored transcript (a stateful transform). An error it throws fails the request.
     public func onResponse(perform action: @escaping LanguageModelSession.Hook) -> ModifiedProfile<Self> {
         modified { $0.responseHooks.append(action) }
+    }
+
+    /// Runs `action` with each tool call the model makes, before the tool runs (throwing stops the request).
+    public func onToolCall(perform action: @escaping LanguageModelSession.ToolCallHook) -> ModifiedProfile<Self> {
+        modified { $0.toolCallHooks.append(action) }
+    }
+
+    /// Runs `action` with each tool's output, before the model reads it.
+    public func onToolOutput(perform action: @escaping LanguageModelSession.ToolOutputHook) -> ModifiedProfile<Self> {
+        modified { $0.toolOutputHooks.append(action) }
     }
 
     /// Sets the sampling temperature.
