@@ -170,15 +170,15 @@ struct Ticket {
     @Test func render_guidedPrompt_reportsTheSchemaAsItsOwnSegment() {
         let renderer = PromptRenderer(tokenizer: tokenizer)
         let format = Transcript.ResponseFormat(type: Ticket.self)
-        let history: [Transcript.Entry] = [.prompt(.init(text: "Go", responseFormat: format))]
-        let rendered = renderer.render([], history: history, prompt: nil)
+        let prompt = Transcript.Prompt(text: "Go", responseFormat: format)
+        let rendered = renderer.render([], history: [], prompt: prompt)
         let segments = rendered.spans.map(\.segment)
         #expect(segments == [.instructions(index: 0), .prompt, .responseSchema(name: "Ticket"), .responseHeader])
-        // The same entry in the history renders the same tokens, as one transcript entry.
-        let later = renderer.render([], history: history + [.response(.init(text: "{}", tokenIDs: [5]))], prompt: "Next")
+        // The same prompt in the history renders the same tokens, as one transcript entry.
+        let later = renderer.render([], history: [.prompt(prompt), .response(.init(text: "{}", tokenIDs: [5]))], prompt: .init(text: "Next"))
         #expect(Array(later.tokens.prefix(rendered.tokens.count - 1)) == Array(rendered.tokens.dropLast()))
         let hidden = Transcript.ResponseFormat(type: Ticket.self, isIncludedInPrompt: false)
-        let without = renderer.render([], history: [.prompt(.init(text: "Go", responseFormat: hidden))], prompt: nil)
+        let without = renderer.render([], history: [], prompt: .init(text: "Go", responseFormat: hidden))
         #expect(!without.spans.contains { if case .responseSchema = $0.segment { true } else { false } })
     }
 

@@ -23,13 +23,8 @@ extension LanguageModelSession {
     public func cacheKey(for prompt: Prompt, options: GenerationOptions = GenerationOptions(),
                          dataFingerprint: String? = nil, tags: Set<String> = [], schemaVersion: Int = 1) async throws -> CacheKey {
         let engine = try engine()
-        let context = SessionContext(history: state.withLock { $0.history })
-        let (profile, components) = SessionContext.$current.withValue(context) {
-            let profile = source.resolveProfile(path: "")
-            return (profile, profile.makeComponents())
-        }
-        let seen = profile.historyTransforms.reduce(context.history + [.prompt(.init(text: prompt.text))]) { $1($0) }
-        let tokens = engine.renderer.render(components, history: seen, prompt: nil).tokens
+        let plan = try await plan(.init(text: prompt.text), runHooks: false, renderer: engine.renderer)
+        let profile = plan.profile, tokens = plan.rendered.tokens
         let config = engine.model.weights.config
         let configJSON = String(decoding: try JSONEncoder.sorted.encode(config), as: UTF8.self)
         let merged = GenerationOptions(samplingMode: options.samplingMode ?? profile.options.samplingMode,

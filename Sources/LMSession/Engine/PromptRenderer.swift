@@ -119,23 +119,21 @@ struct PromptRenderer: Sendable {
         }
     }
 
-    /// The whole request: instructions, history, the prompt (if any) and the response header.
-    func render(_ components: [InstructionComponent], history: [Transcript.Entry], prompt: String?,
-                header: Bool = true) -> RenderedPrompt {
+    /// The whole request: instructions, history, the new prompt (with its schema segment when
+    /// it asks for one), then any entries the request added after it (a tool round's call and
+    /// output), and the response header.
+    func render(_ components: [InstructionComponent], history: [Transcript.Entry], prompt: Transcript.Prompt?,
+                after added: [Transcript.Entry] = [], header: Bool = true) -> RenderedPrompt {
         var out = RenderedPrompt()
         renderInstructions(components, into: &out)
-        for (i, entry) in history.enumerated() {
-            // The new prompt closes the history; it is reported as "the new prompt".
-            if prompt == nil, i == history.count - 1, case let .prompt(p) = entry {
-                out.append(user + text(p.text) + [end], as: .prompt)
-                if let format = p.responseFormat, format.isIncludedInPrompt {
-                    out.append(schemaTokens(format), as: .responseSchema(name: format.name))
-                }
-            } else {
-                renderEntry(entry, index: i, into: &out)
+        for (i, entry) in history.enumerated() { renderEntry(entry, index: i, into: &out) }
+        if let prompt {
+            out.append(user + text(prompt.text) + [end], as: .prompt)
+            if let format = prompt.responseFormat, format.isIncludedInPrompt {
+                out.append(schemaTokens(format), as: .responseSchema(name: format.name))
             }
         }
-        if let prompt { out.append(user + text(prompt) + [end], as: .prompt) }
+        for (i, entry) in added.enumerated() { renderEntry(entry, index: history.count + 1 + i, into: &out) }
         if header { out.append(assistant, as: .responseHeader) }
         return out
     }

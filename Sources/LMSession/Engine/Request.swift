@@ -1,0 +1,180 @@
+import Foundation
+import LMRuntime
+
+/// One request, as DESIGN.md's seven steps ("One request, as data"), one call each.
+struct Request {
+    let session: LanguageModelSession
+    let engine: SessionEngine
+    let prompt: Transcript.Prompt
+    let options: GenerationOptions
+    let started: ContinuousClock.Instant
+
+    /// What `run` shows after each generated token: the content so far.
+    struct Snapshot: Sendable {
+        var raw: GeneratedContent
+        var usage: LanguageModelSession.Usage
+    }
+
+    /// A response and its content as generated.
+    typealias Result = (response: LanguageModelSession.Response<String>, raw: GeneratedContent)
+
+    func run(onSnapshot: @escaping @Sendable (Snapshot) -> Void) async throws -> Result {
+        // 1–3. Resolve the profile (running onPrompt), transform a copy of the history, render.
+        let plan = try await session.plan(prompt, runHooks: true, renderer: engine.renderer)
+        let mode = options.toolCallingMode ?? plan.profile.options.toolCallingMode ?? .allowed
+        let guidance = try Guidance(format: prompt.responseFormat, tools: plan.tools, mode: mode, engine: engine)
+        defer { guidance.giveBack() }
+        var decoding = try session.decodingPlan(options, profile: plan.profile)
+        decoding.toolsOffered = !plan.tools.isEmpty
+        decoding = try guidance.constrain(decoding, round: 0)
+        // 5. Check the window before computing anything.
+        let reserved = try checkWindow(plan.rendered, decoding)
+        // 4 and 6. Reuse the cache, prefill the rest, decode; run tools on the way.
+        let turn = try await generate(plan, decoding, guidance, onSnapshot)
+        // 7. Append to the transcript, run onResponse, publish the metrics.
+        return try await finish(turn, plan, guidance, reserved: reserved)
+    }
+
+    /// The response budget reserved for this request; throws `contextSizeExceeded` when the
+    /// rendered request and the budget (one token without a limit, or the shortest valid
+    /// structured value) do not fit the window.
+    private func checkWindow(_ rendered: RenderedPrompt, _ decoding: Decoding) throws -> Int {
+        let reserved = decoding.budget ?? max(1, decoding.guide?.remaining ?? 1)
+        guard rendered.tokens.count + reserved <= engine.contextSize else {
+            throw LanguageModelError.contextSizeExceeded(.init(
+                contextSize: engine.contextSize, tokenCount: rendered.tokens.count + reserved,
+                promptTokenCount: rendered.tokens.count, responseBudget: reserved))
+        }
+        return reserved
+    }
+
+    /// What generation produced: the last run, the entries added before the response (tool
+    /// rounds), the usage, the invalidation report of the first run, the last rendered request.
+    struct Turn {
+        var outcome: RunOutcome
+        var added: [Transcript.Entry] = []
+        var usage = LanguageModelSession.Usage()
+        var invalidation: InvalidationReport?
+        var rendered: RenderedPrompt
+        var guide: GuidedDecoder?
+    }
+
+    private func generate(_ plan: RequestPlan, _ first: Decoding, _ guidance: Guidance,
+                          _ onSnapshot: @escaping @Sendable (Snapshot) -> Void) async throws -> Turn {
+        let switched = await engine.switchProfile(to: plan.profile.identity)
+        var decoding = first
+        var rendered = plan.rendered
+        var added: [Transcript.Entry] = []
+        var turn: Turn?
+        for round in 0 ... LanguageModelSession.maximumToolRounds {
+            if round > 0 { decoding = try guidance.constrain(first, round: round) }
+            let outcome: RunOutcome
+            do {
+                outcome = try await engine.run(rendered, profileSwitched: switched && round == 0, decoding: decoding,
+                                               started: started) { tokens in
+                    var usage = LanguageModelSession.Usage()
+                    usage.output.totalTokenCount = tokens.count
+                    if let raw = guidance.partialContent(tokens) { onSnapshot(.init(raw: raw, usage: usage)) }
+                }
+            } catch let error as RuntimeError {
+                throw LanguageModelError.runtime(error)
+            }
+            if turn == nil { turn = Turn(outcome: outcome, invalidation: outcome.reuse.report, rendered: rendered, guide: decoding.guide) }
+            turn!.record(outcome, started: started)
+            turn!.rendered = rendered
+            guard case let .toolCall(callTokens) = outcome.ending, round < LanguageModelSession.maximumToolRounds else { break }
+            // A tool call: record it, run the tool, record its output, and let the model continue.
+            added += try await session.callTool(callTokens, profile: plan.profile, tools: plan.tools, renderer: engine.renderer)
+            rendered = engine.renderer.render(plan.components, history: plan.history, prompt: plan.prompt, after: added)
+        }
+        turn!.added = added
+        return turn!
+    }
+
+    private func finish(_ turn: Turn, _ plan: RequestPlan, _ guidance: Guidance, reserved: Int) async throws -> Result {
+        let outcome = turn.outcome
+        var usage = turn.usage
+        usage.output.totalTokenCount = outcome.generated.count
+        usage.guidedMaskNanoseconds = turn.guide?.maskNanoseconds ?? []
+        let text = LanguageModelSession.text(outcome.generated, engine.model.tokenizer)
+        let (raw, structure) = outcome.ending == .contextFull ? (GeneratedContent(kind: .string(text)), nil) : try guidance.content(text)
+        let response = Transcript.Response(text: text, tokenIDs: outcome.generated, structure: structure)
+        let entries = [Transcript.Entry.prompt(prompt)] + turn.added + [.response(response)]
+        if outcome.ending == .contextFull {
+            // The window filled mid-response: the policy decides what the transcript keeps.
+            let preserve = session.state.withLock { $0.policy } == .preserveTranscript
+            session.record(profile: plan.profile, components: plan.components, added: preserve ? entries : [], usage: usage)
+            throw LanguageModelError.contextSizeExceeded(.init(
+                contextSize: engine.contextSize, tokenCount: outcome.inputTokens + outcome.generated.count,
+                promptTokenCount: outcome.inputTokens, responseBudget: reserved))
+        }
+        // Run the last token and the closing marker so the cache holds the turn as it will render.
+        if try await engine.close(after: outcome.pending) > 0 {
+            await engine.publish(turn.rendered, turnEnded: true)   // the turn is complete in the cache: share it
+        }
+        session.record(profile: plan.profile, components: plan.components, added: entries, usage: usage)
+        try await session.runResponseHooks(plan.profile)
+        return (LanguageModelSession.Response(content: response.text, rawContent: raw, transcriptEntries: ArraySlice(entries),
+                                              usage: usage, invalidation: turn.invalidation), raw)
+    }
+}
+
+extension Request.Turn {
+    /// Adds one run's counts: input and reuse from the first run, computation from every run.
+    mutating func record(_ run: RunOutcome, started: ContinuousClock.Instant) {
+        if usage.input.totalTokenCount == 0 {
+            usage.input = .init(totalTokenCount: run.inputTokens, cachedTokenCount: run.reuse.cached)
+            usage.input.cachedFromSessionCount = run.reuse.kept
+            usage.input.cachedFromSharedStoreCount = run.reuse.restored.fromMemory
+            usage.input.cachedFromDiskCount = run.reuse.restored.fromDisk
+            usage.timeToFirstToken = run.firstToken ?? started.duration(to: .now)
+        }
+        usage.computedTokenCount += run.computedTokens
+        usage.prefillDuration += run.prefill
+        usage.decodeDuration += run.decode
+        outcome = run
+    }
+}
+
+extension LanguageModelSession {
+    /// Runs a request, holding the session's one-request-at-a-time flag and waiting for a prewarm.
+    func perform(_ prompt: Prompt, options: GenerationOptions, format: Transcript.ResponseFormat?,
+                 onSnapshot: @escaping @Sendable (Request.Snapshot) -> Void) async throws -> Request.Result {
+        let started = ContinuousClock.now
+        let pendingPrewarm = try changing(\.isResponding) { state -> Task<Void, Never>? in
+            guard !state.isResponding else { throw LanguageModelError.concurrentRequests }
+            state.isResponding = true
+            state.requestCount += 1
+            return state.prewarm
+        }
+        defer { changing(\.isResponding) { $0.isResponding = false } }
+        await pendingPrewarm?.value
+        state.withLock { $0.prewarm = nil }
+        let request = Request(session: self, engine: try engine(), prompt: .init(text: prompt.text, responseFormat: format),
+                              options: options, started: started)
+        return try await request.run(onSnapshot: onSnapshot)
+    }
+
+    /// Streams a request's snapshots, converted to `Content`.
+    func stream<Content: Generable>(_ prompt: Prompt, options: GenerationOptions,
+                                    format: Transcript.ResponseFormat?) -> ResponseStream<Content> {
+        let (stream, continuation) = AsyncThrowingStream<ResponseStream<Content>.Snapshot, any Error>.makeStream()
+        let task = Task<Response<Content>, any Error> {
+            do {
+                let (response, raw) = try await perform(prompt, options: options, format: format) { snapshot in
+                    guard let content = try? Content.PartiallyGenerated(snapshot.raw) else { return }
+                    continuation.yield(.init(content: content, rawContent: snapshot.raw, usage: snapshot.usage))
+                }
+                continuation.finish()
+                return try response.converted(raw)
+            } catch {
+                continuation.finish(throwing: error)
+                throw error
+            }
+        }
+        continuation.onTermination = { termination in
+            if case .cancelled = termination { task.cancel() }
+        }
+        return ResponseStream(stream: stream, task: task)
+    }
+}

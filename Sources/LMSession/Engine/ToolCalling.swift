@@ -1,0 +1,116 @@
+import Foundation
+import LMRuntime
+
+/// Everything about constrained decoding for one request in one place: the grammar of a
+/// structured response and the grammar of tool calls, lent from the model's cache for the
+/// request's duration, and running the tools the model calls.
+struct Guidance {
+    let engine: SessionEngine
+    let format: Transcript.ResponseFormat?
+    let mode: GenerationOptions.ToolCallingMode
+    private let structured: (TokenMasker, key: String)?
+    private let calls: (TokenMasker, key: String)?
+
+    /// Borrows the grammars `format` and the offered `tools` need.
+    /// - Throws: ``LanguageModelError/unsupportedSchema(_:)`` for a schema the decoder cannot follow,
+    ///   ``LanguageModelError/invalidOptions(option:reason:)`` for `.required` without tools.
+    init(format: Transcript.ResponseFormat?, tools: [any Tool], mode: GenerationOptions.ToolCallingMode, engine: SessionEngine) throws {
+        self.engine = engine
+        self.format = format
+        self.mode = mode
+        let grammars = engine.model.grammars
+        do {
+            structured = try format.map { try grammars.take($0.schema) }
+            let offersCalls = !tools.isEmpty && mode != .disallowed && format == nil
+            calls = offersCalls ? try grammars.take(toolCalls: tools.map { ($0.name, $0.parameters) }) : nil
+        } catch let error as GenerationSchema.SchemaError {
+            throw LanguageModelError.unsupportedSchema(error)
+        }
+        if mode == .required, calls == nil, format == nil {
+            giveBack()
+            throw LanguageModelError.invalidOptions(option: "toolCallingMode", reason: ".required needs at least one tool")
+        }
+    }
+
+    /// Returns the grammars to the model's cache.
+    func giveBack() {
+        if let structured { engine.model.grammars.giveBack(structured.0, key: structured.key) }
+        if let calls { engine.model.grammars.giveBack(calls.0, key: calls.key) }
+    }
+
+    /// `decoding` constrained for tool round `round`: the structured response's guide (checked
+    /// against the budget), a fresh tool-call guide, and whether the round must open with a call.
+    func constrain(_ decoding: Decoding, round: Int) throws -> Decoding {
+        var d = decoding
+        if let structured, round == 0 {
+            let guide = GuidedDecoder(masker: structured.0, stopToken: engine.renderer.end)
+            if let budget = d.budget, budget < guide.remaining {
+                throw LanguageModelError.invalidOptions(
+                    option: "maximumResponseTokens", reason: "\(budget) cannot hold the shortest valid \(format!.name) (\(guide.remaining) tokens)")
+            }
+            d.guide = guide
+        }
+        d.toolCall = calls.map { GuidedDecoder(masker: $0.0, stopToken: engine.renderer.end) }
+        d.requiresToolCall = mode == .required && round == 0
+        return d
+    }
+
+    /// The content generated so far, for a streamed snapshot: the text, or the partial value.
+    func partialContent(_ tokens: [Int]) -> GeneratedContent? {
+        let tokenizer = engine.model.tokenizer
+        guard format != nil else {
+            return GeneratedContent(kind: .string(LanguageModelSession.text(tokens, tokenizer)), isComplete: false)
+        }
+        return (try? GeneratedContent.partial(json: tokens.flatMap { tokenizer.bytes(of: $0, after: nil) })) ?? nil
+    }
+
+    /// The finished content: the structured value (with its transcript segment) or the text.
+    func content(_ text: String) throws -> (GeneratedContent, Transcript.StructuredSegment?) {
+        guard let format else { return (GeneratedContent(kind: .string(text)), nil) }
+        do {
+            let raw = try GeneratedContent(json: text)
+            return (raw, .init(source: format.name, content: raw))
+        } catch let error as GeneratedContentError {
+            throw LanguageModelError.decodingFailure(error)
+        }
+    }
+}
+
+extension LanguageModelSession {
+    /// Tool rounds one response may take before the session stops offering more.
+    static let maximumToolRounds = 4
+
+    /// A call the model wrote: parsed, passed through `onToolCall`, run, its output passed
+    /// through `onToolOutput`; returns the two transcript entries it adds.
+    func callTool(_ tokens: [Int], profile: Profile, tools: [any Tool], renderer: PromptRenderer) async throws -> [Transcript.Entry] {
+        let call = try Self.parseCall(tokens, renderer: renderer)
+        for hook in profile.toolCallHooks { try await hook(call) }
+        let output = Transcript.ToolOutput(toolName: call.toolName, text: try await runTool(call, offered: tools))
+        for hook in profile.toolOutputHooks { try await hook(output) }
+        return [.toolCalls(.init(calls: [call], tokenIDs: tokens)), .toolOutput(output)]
+    }
+
+    func runTool(_ call: Transcript.ToolCall, offered: [any Tool]) async throws -> String {
+        guard let tool = offered.first(where: { $0.name == call.toolName }) else {
+            throw LanguageModelError.toolCallFailed(toolName: call.toolName, reason: "no such tool is offered")
+        }
+        do { return try await tool.run(call.arguments) } catch {
+            throw ToolCallError(tool: tool, underlyingError: error)
+        }
+    }
+
+    /// `<|tool_call|> name arguments <|end|>` → a call (the arguments are JSON, as the grammar wrote them).
+    static func parseCall(_ tokens: [Int], renderer: PromptRenderer) throws -> Transcript.ToolCall {
+        let body = renderer.tokenizer.decode(Array(tokens.dropFirst().dropLast()))
+            .trimmingCharacters(in: .whitespaces)
+        let parts = body.split(separator: " ", maxSplits: 1)
+        guard let name = parts.first else { throw LanguageModelError.toolCallFailed(toolName: "", reason: "the call names no tool") }
+        do {
+            let arguments = try GeneratedContent(json: parts.count > 1 ? String(parts[1]) : "null")
+            return Transcript.ToolCall(toolName: String(name), arguments: arguments)
+        } catch {
+            throw LanguageModelError.toolCallFailed(toolName: String(name), reason: "its arguments are not JSON: \(error)")
+        }
+    }
+
+}
