@@ -1,28 +1,3 @@
-/// How the next token is chosen from logits.
-public enum SamplingStrategy: Sendable, Equatable {
-    /// The highest logit (the first on ties).
-    case greedy
-    /// A draw from `softmax(logits / temperature)`.
-    case temperature(Float)
-    /// A draw among the `k` most likely tokens, at `temperature`.
-    case topK(Int, temperature: Float)
-    /// A draw from the smallest set of most likely tokens whose probability exceeds `p` (nucleus), at `temperature`.
-    case topP(Float, temperature: Float)
-}
-
-/// Why a sampler could not be built.
-public enum SamplerError: Error, Equatable, CustomStringConvertible {
-    /// A parameter is outside its range.
-    case invalidParameter(name: String, value: Double, allowed: String)
-
-    /// A sentence naming the parameter.
-    public var description: String {
-        switch self {
-        case let .invalidParameter(name, value, allowed): "sampling \(name) \(value) is outside \(allowed)"
-        }
-    }
-}
-
 /// Chooses tokens from logits with a ``SamplingStrategy`` and a seeded generator.
 ///
 /// The same strategy, seed and logits always give the same tokens. Scratch is

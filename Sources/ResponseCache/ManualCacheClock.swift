@@ -1,0 +1,13 @@
+import Foundation
+import Synchronization
+
+/// A clock that moves only when told to: TTL and retention tests without sleeping.
+public final class ManualCacheClock: CacheClock {
+    private let current: Mutex<Date>
+    /// A clock at `start`.
+    public init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { current = Mutex(start) }
+    /// The clock's time.
+    public var now: Date { current.withLock { $0 } }
+    /// Moves the clock forward.
+    public func advance(by seconds: TimeInterval) { current.withLock { $0 += seconds } }
+}
