@@ -30,7 +30,7 @@ public struct AttentionScratch: Sendable {
 extension Kernels {
     /// Query positions per attention block: the causal mask wastes at most half a block
     /// of scores per row, and the GQA group stacks `group` blocks into one GEMM.
-    public static let attentionBlockRows = 64
+    package static let attentionBlockRows = 64
 
     /// Causal grouped-query attention of `T` new queries against every cached key.
     ///
@@ -47,7 +47,7 @@ extension Kernels {
     ///   - scratch: sized for this model; its score rows are at least `P + T` long.
     ///   - headCount: query heads; a multiple of `kvHeadCount`.
     ///   - kvHeadCount: key/value heads; query head `h` reads K/V head `h / (headCount / kvHeadCount)`.
-    public static func causalAttention(queries: Matrix, keys: Matrix, values: Matrix, output: Matrix,
+    package static func causalAttention(queries: Matrix, keys: Matrix, values: Matrix, output: Matrix,
                                        scratch: AttentionScratch, headCount: Int, kvHeadCount: Int) {
         let t = queries.rows, group = headCount / kvHeadCount, headDim = queries.cols / headCount
         precondition(keys.rows >= t && values.rows == keys.rows && output.rows == t, "attention shape mismatch")

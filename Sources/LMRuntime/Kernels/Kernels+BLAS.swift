@@ -4,7 +4,7 @@ import COpenBLAS
 ///
 /// Every kernel takes row-major ``Matrix`` views and writes into views it is
 /// given, so nothing here allocates. Shapes are stated as `[rows, cols]`.
-public enum Kernels {
+package enum Kernels {
     /// `c = alpha * a · bᵀ + beta * c`: the projection kernel (weights stored `[out, in]`).
     ///
     /// A single-row `a` (decode) goes through `sgemv`, which streams `b` once.
@@ -12,7 +12,7 @@ public enum Kernels {
     ///   - a: activations `[M, K]`.
     ///   - b: weights `[N, K]`.
     ///   - c: output `[M, N]`; with `beta == 1` the product is added to it (residuals).
-    public static func matmul(_ a: Matrix, transposed b: Matrix, into c: Matrix,
+    package static func matmul(_ a: Matrix, transposed b: Matrix, into c: Matrix,
                               alpha: Float = 1, beta: Float = 0) {
         precondition(a.cols == b.cols && c.rows == a.rows && c.cols == b.rows, "matmul shape mismatch")
         projectionBands(a, transposed: b) { cols in
@@ -27,7 +27,7 @@ public enum Kernels {
     ///   - a: activations `[M, K]`.
     ///   - b: stacked weights `[N₀ + N₁ + N₂, K]`.
     ///   - c0: `[M, N₀]`, receives the products with `b`'s first `N₀` rows; `c1`, `c2` the next ones.
-    public static func matmul(_ a: Matrix, transposed b: Matrix, into c0: Matrix, _ c1: Matrix, _ c2: Matrix) {
+    package static func matmul(_ a: Matrix, transposed b: Matrix, into c0: Matrix, _ c1: Matrix, _ c2: Matrix) {
         precondition(a.cols == b.cols && c0.cols + c1.cols + c2.cols == b.rows
             && c0.rows == a.rows && c1.rows == a.rows && c2.rows == a.rows, "matmul shape mismatch")
         projectionBands(a, transposed: b) { cols in
@@ -73,7 +73,7 @@ public enum Kernels {
     ///   - a: weights `[M, K]`.
     ///   - b: values `[K, N]`.
     ///   - c: output `[M, N]`, overwritten.
-    public static func matmul(_ a: Matrix, _ b: Matrix, into c: Matrix) {
+    package static func matmul(_ a: Matrix, _ b: Matrix, into c: Matrix) {
         precondition(a.cols == b.rows && c.rows == a.rows && c.cols == b.cols, "matmul shape mismatch")
         _ = pool   // creating the pool holds OpenBLAS to one thread before its first call
         guard a.rows > 0, b.cols > 0 else { return }
@@ -98,7 +98,7 @@ public enum Kernels {
     /// and splits work over its own workers, so no other thread may run kernels meanwhile.
     /// OpenBLAS's threads keep spinning for a while after the last call; let them settle
     /// before timing anything else.
-    public static func withOpenBLASThreads<T>(_ count: Int, _ body: () throws -> T) rethrows -> T {
+    package static func withOpenBLASThreads<T>(_ count: Int, _ body: () throws -> T) rethrows -> T {
         _ = pool   // the pool's creation sets one thread; make sure it happened first
         openblas_set_num_threads(Int32(max(1, count)))
         defer { openblas_set_num_threads(1) }

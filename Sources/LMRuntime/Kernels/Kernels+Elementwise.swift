@@ -7,7 +7,7 @@ extension Kernels {
     ///   - x: input `[T, dim]`.
     ///   - weight: gains `[1, dim]`.
     ///   - out: output `[T, dim]`; may be `x` itself.
-    public static func rmsNorm(_ x: Matrix, weight: Matrix, epsilon: Float, into out: Matrix) {
+    package static func rmsNorm(_ x: Matrix, weight: Matrix, epsilon: Float, into out: Matrix) {
         precondition(x.cols == weight.cols && out.rows == x.rows && out.cols == x.cols, "rmsNorm shape mismatch")
         parallelBands(x.rows, minimumPerBand: 32) { band in
             for r in band {
@@ -24,7 +24,7 @@ extension Kernels {
     ///   - startPosition: position of row 0.
     ///   - cos: `[contextLength, headDim / 2]` table of `cos(position · θ_i)`.
     ///   - sin: the matching sine table.
-    public static func rope(_ x: Matrix, headDim: Int, startPosition: Int, cos: Matrix, sin: Matrix) {
+    package static func rope(_ x: Matrix, headDim: Int, startPosition: Int, cos: Matrix, sin: Matrix) {
         precondition(x.cols % headDim == 0 && cos.cols * 2 == headDim, "rope shape mismatch")
         precondition(startPosition + x.rows <= cos.rows, "rope position beyond the table")
         parallelBands(x.rows, minimumPerBand: 32) { band in
@@ -46,7 +46,7 @@ extension Kernels {
     /// SwiGLU in place: for each row of `[gate | up]` (`[T, 2H]`), writes
     /// `silu(gate) * up` into the gate half.
     /// - Parameter gateUp: `[T, 2H]`; columns `0..<H` receive the result.
-    public static func swiGLU(_ gateUp: Matrix) {
+    package static func swiGLU(_ gateUp: Matrix) {
         precondition(gateUp.cols % 2 == 0, "swiGLU needs [gate | up] columns")
         parallelBands(gateUp.rows, minimumPerBand: 8) { band in
             let h = gateUp.cols / 2
@@ -62,13 +62,13 @@ extension Kernels {
     ///   - x: `[R, C]`.
     ///   - row: the row to normalise.
     ///   - count: how many leading elements take part (`1...C`).
-    public static func softmax(_ x: Matrix, row: Int, count: Int) {
+    package static func softmax(_ x: Matrix, row: Int, count: Int) {
         precondition(count >= 1 && count <= x.cols, "softmax count out of range")
         softmax(x.base + row * x.rowStride, count: count)
     }
 
     /// Index of the largest element of a `[1, n]` row (the first one on ties).
-    public static func argmax(_ x: Matrix) -> Int {
+    package static func argmax(_ x: Matrix) -> Int {
         precondition(x.rows == 1 && x.cols > 0, "argmax takes one non-empty row")
         let p = x.base
         var best = 0
@@ -98,7 +98,7 @@ extension Kernels {
     ///   - table: `[V, dim]` (the token embedding).
     ///   - ids: row indices, each in `0..<V` (checked by the caller).
     ///   - out: `[ids.count, dim]`.
-    public static func gatherRows(_ table: Matrix, ids: ArraySlice<Int>, into out: Matrix) {
+    package static func gatherRows(_ table: Matrix, ids: ArraySlice<Int>, into out: Matrix) {
         precondition(out.rows == ids.count && out.cols == table.cols, "gatherRows shape mismatch")
         for (r, id) in ids.enumerated() {
             (out.base + r * out.rowStride).update(from: table.base + id * table.rowStride, count: table.cols)
@@ -106,7 +106,7 @@ extension Kernels {
     }
 
     /// Copies `source` into `destination` (same shape).
-    public static func copy(_ source: Matrix, into destination: Matrix) {
+    package static func copy(_ source: Matrix, into destination: Matrix) {
         precondition(source.rows == destination.rows && source.cols == destination.cols, "copy shape mismatch")
         for r in 0 ..< source.rows {
             (destination.base + r * destination.rowStride).update(from: source.base + r * source.rowStride,
@@ -128,7 +128,7 @@ extension Kernels {
     }
 
     /// Whether the elementwise kernels run their AVX2+FMA bodies on this machine.
-    public static var usesAVX2: Bool { kv_uses_avx2() != 0 }
+    package static var usesAVX2: Bool { kv_uses_avx2() != 0 }
 }
 
 /// The SIMD width of the Swift-side vector loops.

@@ -6,7 +6,7 @@ extension Kernels {
     ///
     /// Values come from the top 24 bits of each 64-bit draw, so the result is
     /// identical on every machine and run.
-    public static func fillUniform(_ matrix: Matrix, seed: UInt64, scale: Float) {
+    package static func fillUniform(_ matrix: Matrix, seed: UInt64, scale: Float) {
         var rng = SeededGenerator(seed: seed)
         for r in 0 ..< matrix.rows {
             let row = matrix.base + r * matrix.rowStride
@@ -15,14 +15,14 @@ extension Kernels {
     }
 
     /// Fills `matrix` with one value.
-    public static func fill(_ matrix: Matrix, with value: Float) {
+    package static func fill(_ matrix: Matrix, with value: Float) {
         for r in 0 ..< matrix.rows { (matrix.base + r * matrix.rowStride).update(repeating: value, count: matrix.cols) }
     }
 
     /// Copies `matrix.rows * matrix.cols` little-endian float32 values out of
     /// `data`, starting at `byteOffset`, row by row into `matrix`.
     /// - Precondition: the bytes are inside `data` (callers check and throw first).
-    public static func loadLittleEndianFloats(from data: Data, byteOffset: Int, into matrix: Matrix) {
+    package static func loadLittleEndianFloats(from data: Data, byteOffset: Int, into matrix: Matrix) {
         let count = matrix.rows * matrix.cols
         precondition(byteOffset >= 0 && byteOffset + count * 4 <= data.count, "float range outside the data")
         data.withUnsafeBytes { raw in
@@ -50,7 +50,7 @@ extension Kernels {
 
 extension Kernels {
     /// Appends the elements of `matrix`, row by row, to `data` as little-endian float32.
-    public static func appendLittleEndianFloats(_ matrix: Matrix, to data: inout Data) {
+    package static func appendLittleEndianFloats(_ matrix: Matrix, to data: inout Data) {
         data.reserveCapacity(data.count + 4 * matrix.rows * matrix.cols)
         for r in 0 ..< matrix.rows {
             let row = UnsafeBufferPointer(start: matrix.base + r * matrix.rowStride, count: matrix.cols)

@@ -4,13 +4,13 @@ import Synchronization
 
 extension Kernels {
     /// The most threads a kernel splits its work over: the machine's active cores.
-    public static let workerCount = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    package static let workerCount = max(1, ProcessInfo.processInfo.activeProcessorCount)
 
     /// Threads the kernels use from now on, `1...workerCount` (default: all). Values
     /// outside that range are clamped. Results do not depend on it, on any CPU: the work is
     /// cut into the same bands whatever the thread count (see ``parallelBands(_:minimumPerBand:alignment:_:)``),
     /// and fewer threads only take more bands each (tested bit for bit).
-    public static var threadCount: Int {
+    package static var threadCount: Int {
         get { threadLimit.load(ordering: .relaxed) }
         set { threadLimit.store(min(max(1, newValue), workerCount), ordering: .relaxed) }
     }

@@ -30,7 +30,7 @@ extension ModelConfig {
     ///   - workers: threads the attention scratch is sized for.
     /// - Complexity: O(1); computed in `Double` and saturated, so absurd headers cannot overflow it.
     public func resourceEstimate(maxBatch: Int = Transformer.defaultMaxBatch,
-                                 workers: Int = Kernels.workerCount) -> ResourceEstimate {
+                                 workers: Int = Transformer.workerCount) -> ResourceEstimate {
         let float = Double(MemoryLayout<Float>.stride)
         let batch = Double(max(1, min(maxBatch, contextLength)))
         let weights = parameterMagnitude + Double(contextLength) * Double(headDim)   // + cos and sin tables

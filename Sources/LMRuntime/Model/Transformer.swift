@@ -59,6 +59,16 @@ public final class Transformer: @unchecked Sendable {
     /// that scratch never scales with a long context.
     public static let defaultMaxBatch = 1024
 
+    /// Threads a pass splits its work over, `1...workerCount` (default: all); the same
+    /// work is cut the same way whatever the count, so logits are identical for every value.
+    public static var threadCount: Int {
+        get { Kernels.threadCount }
+        set { Kernels.threadCount = newValue }
+    }
+
+    /// The most threads a pass can use: one per core.
+    public static var workerCount: Int { Kernels.workerCount }
+
     /// An empty cache shaped for this model.
     /// - Parameter capacity: positions to allocate; defaults to (and is capped at) the context length.
     public func makeCache(capacity: Int? = nil) -> DenseKVCache {
