@@ -4,7 +4,8 @@ import SwiftSyntaxMacrosTestSupport
 import XCTest
 
 final class GenerableMacroTests: XCTestCase {
-    let macros: [String: any Macro.Type] = ["Generable": GenerableMacro.self, "Guide": GuideMacro.self]
+    let macros: [String: any Macro.Type] = ["Generable": GenerableMacro.self, "Guide": GuideMacro.self,
+                                            "SessionPropertyEntry": SessionPropertyEntryMacro.self]
 
     func test_enum_expandsToChoices() {
         assertMacroExpansion(
@@ -145,6 +146,29 @@ final class GenerableMacroTests: XCTestCase {
             }
             """,
             diagnostics: [DiagnosticSpec(message: "@Generable needs the type of 'name' written out", line: 1, column: 1)],
+            macros: macros
+        )
+    }
+
+    func test_sessionPropertyEntry_expandsToAccessorsWithItsDefault() {
+        assertMacroExpansion(
+            """
+            extension LanguageModelSession.SessionPropertyValues {
+                @SessionPropertyEntry var count: Int = 0
+            }
+            """,
+            expandedSource: """
+            extension LanguageModelSession.SessionPropertyValues {
+                var count: Int {
+                    get {
+                        self[entry: "count", default: 0]
+                    }
+                    set {
+                        self[entry: "count", default: 0] = newValue
+                    }
+                }
+            }
+            """,
             macros: macros
         )
     }

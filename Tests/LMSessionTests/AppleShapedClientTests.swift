@@ -146,6 +146,22 @@ struct TripProfile: DynamicProfile {
         #expect(changes.count >= 3)   // responding on, the transcript, responding off
     }
 
+    @Test func sessionPropertyEntry_customPropertiesLiveWithTheSession() async throws {
+        let session = LanguageModelSession(profile: CountingProfile())
+        let options = GenerationOptions(maximumResponseTokens: 2)
+        let first = try await session.respond(to: "One", options: options)
+        let second = try await session.respond(to: "Two", options: options)
+        let third = try await session.respond(to: "Three", options: options)
+        #expect(first.invalidation?.reason == .emptyCache && second.invalidation == nil)
+        // Two responses seen: the body now takes the other instructions, from token 2 on.
+        #expect(third.invalidation?.segment == .instructions(index: 0))
+        #expect(session.transcript.entries.first.map { if case let .instructions(i) = $0 { i.texts } else { [] } } == ["Be brief now."])
+        let other = LanguageModelSession(profile: CountingProfile())
+        _ = try await other.respond(to: "One", options: options)
+        #expect(other.transcript.entries.first.map { if case let .instructions(i) = $0 { i.texts } else { [] } } == ["Plan trips."],
+                "each session has its own properties")
+    }
+
     @Test func profileToolHooks_seeEachCallAndOutput() async throws {
         let log = ChangeCounter()
         let session = LanguageModelSession(profile: ToolProfile(log: log))
@@ -153,6 +169,21 @@ struct TripProfile: DynamicProfile {
         #expect(response.transcriptEntries.map(\.kind).prefix(3) == ["prompt", "toolCalls", "toolOutput"])
         let calls = response.transcriptEntries.filter { $0.kind == "toolCalls" }.count
         #expect(log.count == 2 * calls)
+    }
+}
+
+extension LanguageModelSession.SessionPropertyValues {
+    @SessionPropertyEntry var responsesSeen: Int = 0
+}
+
+struct CountingProfile: DynamicProfile {
+    @SessionProperty(\.responsesSeen) var seen
+    var body: some DynamicProfile {
+        Profile {
+            if seen >= 2 { Instructions("Be brief now.") } else { Instructions("Plan trips.") }
+        }
+        .model(AppleShapedClientTests.tiny)
+        .onResponse { seen += 1 }
     }
 }
 

@@ -28,6 +28,8 @@ public final class LanguageModelSession: Sendable, Observable {
         var policy = TranscriptErrorHandlingPolicy.preserveTranscript
         var steering: (@Sendable ([Int]) -> Int?)?
         var requestCount: UInt64 = 0
+        /// Custom session properties (``SessionPropertyEntry()``), kept between requests.
+        var customProperties: [String: any Sendable] = [:]
     }
 
     let languageModel: any LanguageModel

@@ -1,11 +1,31 @@
 import Synchronization
 
 extension LanguageModelSession {
-    /// The session state a dynamic profile can read and write through ``SessionProperty``.
-    public struct Properties: Sendable, Equatable {
+    /// The session state a dynamic profile can read and write through ``SessionProperty``:
+    /// the history, and custom properties declared with ``SessionPropertyEntry()``:
+    ///
+    /// ```swift
+    /// extension LanguageModelSession.SessionPropertyValues {
+    ///     @SessionPropertyEntry var turnsSinceSummary: Int = 0
+    /// }
+    /// ```
+    ///
+    /// Custom properties live with the session from one request to the next.
+    public struct SessionPropertyValues: Sendable {
         /// The stored transcript entries after the instructions.
         public var history: [Transcript.Entry]
+        /// Custom properties by name.
+        var entries: [String: any Sendable] = [:]
+
+        /// A custom property's value, or `defaultValue` until it is written (used by ``SessionPropertyEntry()``).
+        public subscript<Value: Sendable>(entry name: String, default defaultValue: @autoclosure () -> Value) -> Value {
+            get { entries[name] as? Value ?? defaultValue() }
+            set { entries[name] = newValue }
+        }
     }
+
+    /// The earlier name of ``SessionPropertyValues``.
+    public typealias Properties = SessionPropertyValues
 
     /// Gives a dynamic profile access to a session property while the session evaluates
     /// its body or runs its hooks.
@@ -23,7 +43,7 @@ extension LanguageModelSession {
         /// The property's current value in the running request's session.
         public var wrappedValue: Value {
             get {
-                guard let context = SessionContext.current else { return Properties(history: [])[keyPath: keyPath] }
+                guard let context = SessionContext.current else { return SessionPropertyValues(history: [])[keyPath: keyPath] }
                 return context.properties.withLock { $0[keyPath: keyPath] }
             }
             nonmutating set { SessionContext.current?.properties.withLock { $0[keyPath: keyPath] = newValue } }
@@ -33,12 +53,13 @@ extension LanguageModelSession {
 
 /// The session state visible to profile code during one request.
 final class SessionContext: Sendable {
-    let properties: Mutex<LanguageModelSession.Properties>
+    let properties: Mutex<LanguageModelSession.SessionPropertyValues>
 
-    init(history: [Transcript.Entry]) { properties = Mutex(.init(history: history)) }
+    init(_ values: LanguageModelSession.SessionPropertyValues) { properties = Mutex(values) }
 
     /// The context of the request running in this task (`nil` outside requests).
     @TaskLocal static var current: SessionContext?
 
     var history: [Transcript.Entry] { properties.withLock { $0.history } }
+    var values: LanguageModelSession.SessionPropertyValues { properties.withLock { $0 } }
 }

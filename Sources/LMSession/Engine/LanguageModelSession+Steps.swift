@@ -38,15 +38,15 @@ extension LanguageModelSession {
     /// Resolves the active profile and its instructions inside a session context, running
     /// `onPrompt` hooks when asked; hooks may rewrite the stored history.
     func resolve(runHooks: Bool) async throws -> (Profile, [InstructionComponent], [Transcript.Entry]) {
-        let context = SessionContext(history: state.withLock { $0.history })
+        let context = SessionContext(state.withLock { .init(history: $0.history, entries: $0.customProperties) })
         let (profile, components) = SessionContext.$current.withValue(context) {
             let profile = source.resolveProfile(path: "")
             return (profile, profile.makeComponents())
         }
         if runHooks {
             for hook in profile.promptHooks { try await SessionContext.$current.withValue(context) { try await hook() } }
-            let history = context.history
-            changing(\.transcript) { $0.history = history }
+            let values = context.values
+            changing(\.transcript) { $0.history = values.history; $0.customProperties = values.entries }
         }
         return (profile, components, context.history)
     }
@@ -72,10 +72,10 @@ extension LanguageModelSession {
 
     func runResponseHooks(_ profile: Profile) async throws {
         guard !profile.responseHooks.isEmpty else { return }
-        let context = SessionContext(history: state.withLock { $0.history })
+        let context = SessionContext(state.withLock { .init(history: $0.history, entries: $0.customProperties) })
         for hook in profile.responseHooks { try await SessionContext.$current.withValue(context) { try await hook() } }
-        let history = context.history
-        changing(\.transcript) { $0.history = history }
+        let values = context.values
+        changing(\.transcript) { $0.history = values.history; $0.customProperties = values.entries }
     }
 
     func decodingPlan(_ options: GenerationOptions, profile: Profile) throws -> Decoding {

@@ -21,3 +21,9 @@ public macro Guide(description: String? = nil, _ guides: AnyGenerationGuide...) 
 @attached(peer)
 public macro Guide<RegexOutput>(description: String? = nil, _ guides: Regex<RegexOutput>) =
     #externalMacro(module: "LMSessionMacros", type: "GuideMacro")
+
+/// Declares a custom session property in an extension of
+/// ``LanguageModelSession/SessionPropertyValues``: `@SessionPropertyEntry var name: Int = 0`,
+/// then `@SessionProperty(\.name) var name` in a dynamic profile.
+@attached(accessor, names: named(get), named(set))
+public macro SessionPropertyEntry() = #externalMacro(module: "LMSessionMacros", type: "SessionPropertyEntryMacro")
