@@ -21,8 +21,12 @@ struct ForecastTool: Tool {
     let description = "Current weather for a city."
     @Generable struct Arguments {
         @Guide(description: "A city name") let city: String
+        @Guide(description: "Days ahead", .range(0...3)) let days: Int
     }
-    func call(arguments: Arguments) async throws -> String { "Sunny in \(arguments.city)" }
+    func call(arguments: Arguments) async throws -> String {
+        guard (0 ... 3).contains(arguments.days) else { throw LanguageModelError.invalidOptions(option: "days", reason: "out of range") }
+        return "Sunny in \(arguments.city)"
+    }
 }
 
 struct TripProfile: DynamicProfile {
