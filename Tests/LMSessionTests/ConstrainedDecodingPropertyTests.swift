@@ -87,7 +87,7 @@ enum RandomSchema {
     }
 
     static func value(depth: Int, _ rng: inout SeededGenerator) -> SchemaNode {
-        switch Int.random(in: 0 ..< (depth < 3 ? 9 : 7), using: &rng) {
+        switch Int.random(in: 0 ..< (depth < 3 ? 10 : 7), using: &rng) {
         case 0: return .string(choices: nil, pattern: nil)
         case 1: return .string(choices: Array(["red", "green", "blue", "re", "dark \"blue\"", "ünï"].shuffled(using: &rng).prefix(Int.random(in: 1 ... 4, using: &rng))), pattern: nil)
         case 2: return .string(choices: nil, pattern: patterns.randomElement(using: &rng)!)
@@ -103,7 +103,15 @@ enum RandomSchema {
             let lo = Int.random(in: 0 ... 2, using: &rng)
             return .array(element: value(depth: depth + 1, &rng), minimumCount: Bool.random(using: &rng) ? lo : nil,
                           maximumCount: Bool.random(using: &rng) ? lo + Int.random(in: 0 ... 3, using: &rng) : nil)
-        default: return object(depth: depth, &rng)
+        case 8: return object(depth: depth, &rng)
+        default:
+            // A choice between structures told apart by their first property.
+            let choices = (0 ..< Int.random(in: 2 ... 3, using: &rng)).map { i -> SchemaNode in
+                guard case let .object(name, d, properties) = object(depth: depth + 1, &rng) else { fatalError("object") }
+                let first = SchemaProperty(name: "kind\(i)", description: nil, node: .boolean, isOptional: false)
+                return .object(name: name, description: d, properties: [first] + properties.filter { !$0.name.hasPrefix("kind") })
+            }
+            return .anyOf(name: "Choice", description: nil, choices: choices)
         }
     }
 }
@@ -134,6 +142,8 @@ enum SchemaCheck {
             if n < (lo ?? -1e12) || n > (hi ?? 1e12) { return "\(path): \(n) outside \(lo ?? -1e12)...\(hi ?? 1e12)" }
             return nil
         case (.boolean, .bool): return nil
+        case let (.anyOf(_, _, choices), _):
+            return choices.contains { problem(c, $0, path: path) == nil } ? nil : "\(path): \(c.jsonString) matches no choice"
         default: return "\(path): \(c.jsonString) is not a \(node.kindName)"
         }
     }

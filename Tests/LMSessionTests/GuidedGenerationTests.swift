@@ -134,7 +134,8 @@ struct Ticket {
         }
         #expect(session.transcript.entries.count == 1)
         let schema = GenerationSchema(root: .anyOf(name: "Mixed", description: nil, choices: [.boolean, .string(choices: nil, pattern: nil)]))
-        await #expect(throws: LanguageModelError.unsupportedSchema(.unsupportedShape("a choice between shapes other than strings (Mixed)"))) {
+        await #expect(throws: LanguageModelError.unsupportedSchema(.unsupportedShape(
+            "a choice (Mixed) between shapes other than strings, or structures with at least one property"))) {
             try await session.respond(to: "x", schema: schema)
         }
         #expect(session.transcript.entries.count == 1)
@@ -198,5 +199,34 @@ struct Ticket {
         #expect([Mood.calm, .focused, .tired].contains(mood.content))
         guard case let .prompt(p) = session.transcript.entries[1] else { Issue.record("no prompt"); return }
         #expect(p.text.hasSuffix(ticket.generatedContent.jsonString))
+    }
+
+    @Test func respondSchema_choiceBetweenStructures_decodesOneOfThem() async throws {
+        let walk = DynamicGenerationSchema(name: "Walk", properties: [.init(name: "distance", schema: .init(type: Int.self, guides: [.range(1 ... 10)]))])
+        let rest = DynamicGenerationSchema(name: "Rest", properties: [.init(name: "hours", schema: .init(type: Int.self, guides: [.range(1 ... 3)])),
+                                                                      .init(name: "nap", schema: .init(type: Bool.self))])
+        let plan = DynamicGenerationSchema(name: "Plan", properties: [
+            .init(name: "steps", schema: .init(arrayOf: .init(name: "Step", anyOf: [walk, rest]), minimumElements: 2, maximumElements: 3)),
+        ])
+        let schema = try GenerationSchema(root: plan, dependencies: [])
+        for seed in 0 ..< 4 {
+            let session = LanguageModelSession(model: tinyModel)
+            let options = GenerationOptions(samplingMode: .random(top: 30, seed: UInt64(seed)), maximumResponseTokens: 80)
+            let content = try await session.respond(to: "Plan my day", schema: schema, options: options).content
+            let steps = try content.value([GeneratedContent].self, forProperty: "steps")
+            #expect((2 ... 3).contains(steps.count))
+            for step in steps {
+                if let d = try? step.value(Int.self, forProperty: "distance") {
+                    #expect((1 ... 10).contains(d))
+                } else {
+                    #expect((1 ... 3).contains(try step.value(Int.self, forProperty: "hours")))
+                    _ = try step.value(Bool.self, forProperty: "nap")
+                }
+            }
+        }
+        let same = DynamicGenerationSchema(name: "Same", anyOf: [walk, walk])
+        await #expect(throws: LanguageModelError.self) {
+            try await LanguageModelSession(model: tinyModel).respond(to: "x", schema: try GenerationSchema(root: same, dependencies: []))
+        }
     }
 }

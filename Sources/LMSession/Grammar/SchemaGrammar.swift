@@ -158,20 +158,43 @@ final class SchemaGrammar: Sendable {
                 return add(.choice(booleans), booleans.distance[0])
             case let .anyOf(name, _, choices):
                 // Choices that are all strings merge into one set of strings.
-                var strings: [String] = []
-                for c in choices {
-                    guard case let .string(options?, nil) = c else {
-                        throw GenerationSchema.SchemaError.unsupportedShape("a choice between shapes other than strings (\(name))")
-                    }
-                    strings += options
-                }
-                return try compile(.string(choices: strings, pattern: nil))
+                let strings = choices.compactMap { if case let .string(options?, nil) = $0 { options } else { nil } }
+                if strings.count == choices.count { return try compile(.string(choices: strings.flatMap { $0 }, pattern: nil)) }
+                return try compileStructureChoice(name, choices)
             case let .reference(name):
                 throw GenerationSchema.SchemaError.undefinedReferences(schema: nil, references: [name])
             }
         }
 
         func trie(_ strings: [[UInt8]]) -> ChoiceTrie { ChoiceTrie(strings, vocabulary: vocabulary) }
+
+        /// A choice between structures told apart by their first property: `{"name":` picks the
+        /// structure, and the rest of it follows (a dispatch, as for tool calls). Structures
+        /// that share a first property name (or have none) cannot be told apart while decoding.
+        mutating func compileStructureChoice(_ name: String, _ choices: [SchemaNode]) throws -> Int {
+            var leads: [[UInt8]: Int] = [:], costs: [[UInt8]: Int] = [:]
+            for choice in choices {
+                guard case let .object(_, _, properties) = choice, !properties.isEmpty else {
+                    throw GenerationSchema.SchemaError.unsupportedShape(
+                        "a choice (\(name)) between shapes other than strings, or structures with at least one property")
+                }
+                let node = try compile(choice)
+                guard case let .sequence(items) = nodes[node], case let .literal(lead, leadCosts) = items[0] else {
+                    throw GenerationSchema.SchemaError.unsupportedShape("choice \(name)")
+                }
+                guard leads[lead] == nil else {
+                    throw GenerationSchema.SchemaError.unsupportedShape(
+                        "a choice (\(name)) between structures whose first property is the same ('\(properties[0].name)')")
+                }
+                let rest = add(.sequence(Array(items.dropFirst())), minimumLength[node] - leadCosts[0])
+                leads[lead] = rest
+                costs[lead] = minimumLength[rest]
+            }
+            let dispatch = ChoiceTrie(Array(leads.keys), vocabulary: vocabulary, leafCosts: costs)
+            var targets: [Int: Int] = [:]
+            for (lead, node) in leads { targets[dispatch.leaf(lead)] = node }
+            return add(.dispatch(dispatch, targets: targets), dispatch.distance[0])
+        }
     }
 }
 
