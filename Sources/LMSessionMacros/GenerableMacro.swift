@@ -139,18 +139,35 @@ public struct GenerableMacro: ExtensionMacro {
             """
     }
 
+    /// One associated value of an enum case: its label (or `_0`, `_1`...), a binding name, its type.
+    struct Payload {
+        var label: String
+        var binding: String
+        var type: String
+        var wrapped: String?
+        var isLabeled: Bool
+    }
+
     static func enumMembers(_ enumeration: EnumDeclSyntax, description: String, access: String) throws -> String {
         var cases: [String] = []
+        var payloads: [[Payload]] = []
         for member in enumeration.memberBlock.members {
             guard let decl = member.decl.as(EnumCaseDeclSyntax.self) else { continue }
             for element in decl.elements {
-                guard element.parameterClause == nil else {
-                    throw MacroError("@Generable supports enums whose cases have no associated values ('\(element.name.text)' has some)")
-                }
                 cases.append(element.name.text)
+                payloads.append((element.parameterClause?.parameters ?? []).enumerated().map { i, p in
+                    let label = p.firstName.map { $0.text == "_" ? nil : $0.text } ?? nil
+                    var wrapped: String?
+                    if let optional = p.type.as(OptionalTypeSyntax.self) { wrapped = optional.wrappedType.trimmedDescription }
+                    return Payload(label: label ?? "_\(i)", binding: "v\(i)", type: p.type.trimmedDescription, wrapped: wrapped,
+                                   isLabeled: label != nil)
+                })
             }
         }
         guard !cases.isEmpty else { throw MacroError("@Generable needs at least one case") }
+        if payloads.contains(where: { !$0.isEmpty }) {
+            return enumWithPayloads(cases: cases, payloads: payloads, description: description, access: access)
+        }
         let names = cases.map { literal(backticksRemoved($0)) }
         return """
             \(access)static var generationSchema: LMSession.GenerationSchema {
@@ -165,6 +182,54 @@ public struct GenerableMacro: ExtensionMacro {
             \(access)var generatedContent: LMSession.GeneratedContent {
                 switch self {
                 \(zip(cases, names).map { "case .\($0): LMSession.GeneratedContent(kind: .string(\($1)))" }.joined(separator: "\n"))
+                }
+            }
+            """
+    }
+
+    /// An enum whose cases carry values: each case is a structure with one property, the case's
+    /// name, holding a structure of its values (`{"walk":{"distance":3}}`); a case without values
+    /// holds an empty structure. Guided generation tells the cases apart by that first property.
+    static func enumWithPayloads(cases: [String], payloads: [[Payload]], description: String, access: String) -> String {
+        let names = cases.map { literal(backticksRemoved($0)) }
+        let choices = zip(names, payloads).map { name, values in
+            let properties = values.map { v in
+                "LMSession.DynamicGenerationSchema.Property(name: \(literal(v.label)), schema: LMSession.DynamicGenerationSchema(type: (\(v.wrapped ?? v.type)).self), isOptional: \(v.wrapped != nil))"
+            }
+            return "LMSession.DynamicGenerationSchema(name: \(name), properties: [LMSession.DynamicGenerationSchema.Property(name: \(name), schema: LMSession.DynamicGenerationSchema(name: \(name), properties: [\(properties.joined(separator: ", "))]))])"
+        }
+        let reads = zip(zip(cases, names), payloads).map { pair, values in
+            let (c, name) = pair
+            let arguments = values.map { v in
+                let read = "try payload.value((\(v.wrapped.map { "\($0)?" } ?? v.type)).self, forProperty: \(literal(v.label)))"
+                return v.isLabeled ? "\(v.label): \(read)" : read
+            }
+            return "case \(name): self = .\(c)\(values.isEmpty ? "" : "(" + arguments.joined(separator: ", ") + ")")"
+        }
+        let writes = zip(zip(cases, names), payloads).map { pair, values in
+            let (c, name) = pair
+            let bindings = values.isEmpty ? "" : "(" + values.map { "let \($0.binding)" }.joined(separator: ", ") + ")"
+            let pairs = values.map { "\(literal($0.label)): \($0.binding)" }
+            return "case .\(c)\(bindings): LMSession.GeneratedContent(properties: [\(name): LMSession.GeneratedContent(properties: [\(pairs.isEmpty ? ":" : pairs.joined(separator: ", "))])])"
+        }
+        return """
+            \(access)static var generationSchema: LMSession.GenerationSchema {
+                let choice = LMSession.DynamicGenerationSchema(name: String(describing: Self.self), description: \(description), anyOf: [\(choices.map { "\n" + $0 }.joined(separator: ","))
+                ])
+                return (try? LMSession.GenerationSchema(root: choice, dependencies: [])) ?? LMSession.GenerationSchema(type: Self.self, anyOf: [String]())
+            }
+            \(access)init(_ content: LMSession.GeneratedContent) throws {
+                guard case let .structure(properties, keys) = content.kind, let key = keys.first, let payload = properties[key] else {
+                    throw LMSession.GeneratedContentError.typeMismatch(expected: "a structure naming one case", found: content.jsonString)
+                }
+                switch key {
+                \(reads.joined(separator: "\n"))
+                default: throw LMSession.GeneratedContentError.typeMismatch(expected: "one of \(cases.map(backticksRemoved).joined(separator: ", "))", found: key)
+                }
+            }
+            \(access)var generatedContent: LMSession.GeneratedContent {
+                switch self {
+                \(writes.joined(separator: "\n"))
                 }
             }
             """

@@ -113,21 +113,50 @@ final class GenerableMacroTests: XCTestCase {
         )
     }
 
-    func test_enumWithPayload_isDiagnosed() {
+    func test_enumWithPayload_expandsToAChoiceOfStructures() {
         assertMacroExpansion(
             """
             @Generable
             enum E {
-                case a(Int)
+                case a(Int), b
             }
             """,
             expandedSource: """
             enum E {
-                case a(Int)
+                case a(Int), b
+            }
+
+            extension E: LMSession.Generable {
+                static var generationSchema: LMSession.GenerationSchema {
+                    let choice = LMSession.DynamicGenerationSchema(name: String(describing: Self.self), description: nil, anyOf: [
+                            LMSession.DynamicGenerationSchema(name: "a", properties: [LMSession.DynamicGenerationSchema.Property(name: "a", schema: LMSession.DynamicGenerationSchema(name: "a", properties: [LMSession.DynamicGenerationSchema.Property(name: "_0", schema: LMSession.DynamicGenerationSchema(type: (Int).self), isOptional: false)]))]),
+                            LMSession.DynamicGenerationSchema(name: "b", properties: [LMSession.DynamicGenerationSchema.Property(name: "b", schema: LMSession.DynamicGenerationSchema(name: "b", properties: []))])
+                    ])
+                    return (try? LMSession.GenerationSchema(root: choice, dependencies: [])) ?? LMSession.GenerationSchema(type: Self.self, anyOf: [String]())
+                }
+                init(_ content: LMSession.GeneratedContent) throws {
+                    guard case let .structure(properties, keys) = content.kind, let key = keys.first, let payload = properties[key] else {
+                        throw LMSession.GeneratedContentError.typeMismatch(expected: "a structure naming one case", found: content.jsonString)
+                    }
+                    switch key {
+                    case "a":
+                        self = .a(try payload.value((Int).self, forProperty: "_0"))
+                    case "b":
+                        self = .b
+                    default:
+                        throw LMSession.GeneratedContentError.typeMismatch(expected: "one of a, b", found: key)
+                    }
+                }
+                var generatedContent: LMSession.GeneratedContent {
+                    switch self {
+                    case .a(let v0):
+                        LMSession.GeneratedContent(properties: ["a": LMSession.GeneratedContent(properties: ["_0": v0])])
+                    case .b:
+                        LMSession.GeneratedContent(properties: ["b": LMSession.GeneratedContent(properties: [:])])
+                    }
+                }
             }
             """,
-            diagnostics: [DiagnosticSpec(message: "@Generable supports enums whose cases have no associated values ('a' has some)",
-                                         line: 1, column: 1)],
             macros: macros
         )
     }

@@ -17,6 +17,20 @@ struct TripIdea {
     let days: Int
 }
 
+@Generable
+enum Activity {
+    case walk(distance: Int)
+    case rest(hours: Int, nap: Bool)
+    case note(String)
+    case idle
+}
+
+@Generable
+struct DayPlan {
+    @Guide(description: "Two or three activities", .count(2...3))
+    let activities: [Activity]
+}
+
 struct ForecastTool: Tool {
     let description = "Current weather for a city."
     @Generable struct Arguments {
@@ -164,6 +178,21 @@ struct TripProfile: DynamicProfile {
         _ = try await other.respond(to: "One", options: options)
         #expect(other.transcript.entries.first.map { if case let .instructions(i) = $0 { i.texts } else { [] } } == ["Plan trips."],
                 "each session has its own properties")
+    }
+
+    @Test func generableEnumWithValues_roundTripsAndDecodes() async throws {
+        let values: [Activity] = [.walk(distance: 3), .rest(hours: 2, nap: true), .note("hi"), .idle]
+        for v in values {
+            let back = try Activity(GeneratedContent(json: v.generatedContent.jsonString))
+            #expect(back.generatedContent == v.generatedContent)
+        }
+        #expect(Activity.walk(distance: 3).generatedContent.jsonString == #"{"walk":{"distance":3}}"#)
+        for seed in 0 ..< 3 {
+            let session = LanguageModelSession(model: Self.tiny)
+            let options = GenerationOptions(samplingMode: .random(top: 30, seed: UInt64(seed)), maximumResponseTokens: 90)
+            let plan = try await session.respond(to: "Plan my day", generating: DayPlan.self, options: options).content
+            #expect((2 ... 3).contains(plan.activities.count))
+        }
     }
 
     @Test func profileToolHooks_seeEachCallAndOutput() async throws {
