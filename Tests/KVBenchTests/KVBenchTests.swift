@@ -65,6 +65,20 @@ struct KVBenchTests {
         #expect(output.generated_token_ids == [432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338])
     }
 
+    @Test func guided_jsonReportsMaskTimesAndValidity() throws {
+        let run = try Self.run(["guided", "--model", "tiny", "--responses", "2", "--max-tokens", "160", "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        #expect(json["all_valid"] as? Bool == true)
+        #expect(json["vocab_size"] as? Int == Fixtures.bundledTokenizer.vocabSize)
+        #expect(json["tokens"] as? Int ?? 0 > 0)
+        for key in ["mask_mean_us", "mask_p50_us", "mask_p99_us", "decode_ms_per_token", "mask_share_of_decode"] {
+            #expect((json[key] as? Double ?? 0) > 0, "\(key)")
+        }
+        let bad = try Self.run(["guided", "--responses", "1"])
+        #expect(bad.status != 0 && bad.stderr.contains("--responses"))
+    }
+
     @Test func kernels_jsonReportsCeilingsAndRatios() throws {
         let run = try Self.run(["kernels", "--model", "tiny", "--prefill", "8", "16", "--repeats", "1",
                                 "--decode-tokens", "2", "--breakdown", "--json"])
