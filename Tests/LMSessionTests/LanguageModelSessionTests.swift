@@ -143,6 +143,18 @@ struct LanguageModelSessionTests {
 
     private func e_count(_ r: Transcript.Response) -> Int { r.tokenIDs.count }
 
+    @Test func respond_forcedTokenOutsideTheVocabulary_isATypedRuntimeErrorAndChangesNothing() async throws {
+        let session = LanguageModelSession(model: tinyModel, instructions: Self.instructions)
+        session.setTokenSteering { generated in generated.isEmpty ? 5 : 1_000_000 }
+        await #expect(throws: LanguageModelError.runtime(.tokenOutOfVocabulary(token: 1_000_000, index: 0, vocabSize: tokenizer.vocabSize))) {
+            try await session.respond(to: "Hi", options: GenerationOptions(maximumResponseTokens: 4))
+        }
+        #expect(session.transcript.history.isEmpty && !session.isResponding)
+        session.setTokenSteering(nil)
+        _ = try await session.respond(to: "Hi", options: GenerationOptions(maximumResponseTokens: 2))
+        try await session.expectCacheExact()
+    }
+
     @Test func respond_secondRequestWhileRespondingThrowsAndDoesNotDisturbTheFirst() async throws {
         let gate = GateTool()
         let session = LanguageModelSession(model: tinyModel, tools: [gate], instructions: Self.instructions)

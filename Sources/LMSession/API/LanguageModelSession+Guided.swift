@@ -12,7 +12,7 @@ extension LanguageModelSession {
                                             includeSchemaInPrompt: Bool = true,
                                             options: GenerationOptions = GenerationOptions()) async throws -> Response<Content> {
         let format = Transcript.ResponseFormat(type: type, isIncludedInPrompt: includeSchemaInPrompt)
-        let (response, raw) = try await perform(prompt, options: options, format: format) { _ in }
+        let (response, raw) = try await perform(prompt, options: options, format: format)
         return try response.converted(raw)
     }
 
@@ -27,7 +27,7 @@ extension LanguageModelSession {
     public func respond(to prompt: Prompt, schema: GenerationSchema, includeSchemaInPrompt: Bool = true,
                         options: GenerationOptions = GenerationOptions()) async throws -> Response<GeneratedContent> {
         let format = Transcript.ResponseFormat(schema: schema, isIncludedInPrompt: includeSchemaInPrompt)
-        let (response, raw) = try await perform(prompt, options: options, format: format) { _ in }
+        let (response, raw) = try await perform(prompt, options: options, format: format)
         return try response.converted(raw)
     }
 

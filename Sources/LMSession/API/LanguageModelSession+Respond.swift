@@ -13,7 +13,7 @@ extension LanguageModelSession {
     ///   `CancellationError`. A request that throws leaves the transcript as it was (except as
     ///   ``transcriptErrorHandlingPolicy`` says for a response cut off mid-way) and the cache exact.
     public func respond(to prompt: Prompt, options: GenerationOptions = GenerationOptions()) async throws -> Response<String> {
-        try await perform(prompt, options: options, format: nil) { _ in }.response
+        try await perform(prompt, options: options, format: nil).response
     }
 
     /// Responds to a prompt given as a string.

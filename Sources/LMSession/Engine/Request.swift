@@ -18,7 +18,8 @@ struct Request {
     /// A response and its content as generated.
     typealias Result = (response: LanguageModelSession.Response<String>, raw: GeneratedContent)
 
-    func run(onSnapshot: @escaping @Sendable (Snapshot) -> Void) async throws -> Result {
+    /// Runs the request; `onSnapshot` (when a stream listens) sees the content after each token.
+    func run(onSnapshot: (@Sendable (Snapshot) -> Void)?) async throws -> Result {
         // 1–3. Resolve the profile (running onPrompt), transform a copy of the history, render.
         let plan = try await session.plan(prompt, runHooks: true, renderer: engine.renderer)
         let mode = options.toolCallingMode ?? plan.profile.options.toolCallingMode ?? .allowed
@@ -60,7 +61,7 @@ struct Request {
     }
 
     private func generate(_ plan: RequestPlan, _ first: Decoding, _ guidance: Guidance,
-                          _ onSnapshot: @escaping @Sendable (Snapshot) -> Void) async throws -> Turn {
+                          _ onSnapshot: (@Sendable (Snapshot) -> Void)?) async throws -> Turn {
         let switched = await engine.switchProfile(to: plan.profile.identity)
         var decoding = first
         var rendered = plan.rendered
@@ -72,6 +73,8 @@ struct Request {
             do {
                 outcome = try await engine.run(rendered, profileSwitched: switched && round == 0, decoding: decoding,
                                                started: started) { tokens in
+                    // Only a listening stream pays for decoding (and parsing) the content so far.
+                    guard let onSnapshot else { return }
                     var usage = LanguageModelSession.Usage()
                     usage.output.totalTokenCount = tokens.count
                     if let raw = guidance.partialContent(tokens) { onSnapshot(.init(raw: raw, usage: usage)) }
@@ -139,7 +142,7 @@ extension Request.Turn {
 extension LanguageModelSession {
     /// Runs a request, holding the session's one-request-at-a-time flag and waiting for a prewarm.
     func perform(_ prompt: Prompt, options: GenerationOptions, format: Transcript.ResponseFormat?,
-                 onSnapshot: @escaping @Sendable (Request.Snapshot) -> Void) async throws -> Request.Result {
+                 onSnapshot: (@Sendable (Request.Snapshot) -> Void)? = nil) async throws -> Request.Result {
         let started = ContinuousClock.now
         let pendingPrewarm = try changing(\.isResponding) { state -> Task<Void, Never>? in
             guard !state.isResponding else { throw LanguageModelError.concurrentRequests }

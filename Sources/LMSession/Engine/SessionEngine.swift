@@ -146,7 +146,10 @@ actor SessionEngine {
                    decoding.toolCall.map({ left < 2 + $0.remaining }) ?? true {
                     logits[0, open] = -.infinity   // no call, or no room to finish one
                 }
-                if let forced = decoding.steering?(outcome.generated), guide?.allows(forced) ?? true, logits[0, forced] > -.infinity {
+                // A forced token is taken unless the mask refused it (an id outside the vocabulary is
+                // taken too: the forward pass rejects it with a typed error).
+                if let forced = decoding.steering?(outcome.generated), guide?.allows(forced) ?? true,
+                   !(0 ..< logits.cols).contains(forced) || logits[0, forced] > -.infinity {
                     next = forced
                 } else {
                     next = sampler.sample(logits)
