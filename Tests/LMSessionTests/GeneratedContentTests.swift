@@ -154,4 +154,21 @@ import Testing
         let fraction = try NumberRule(minimum: 0.5, maximum: 0.75, integral: false)
         #expect(fraction.remaining(NumberRule.State()) == 3)   // "0.5"
     }
+
+    @Test func patternParser_randomPatterns_neverCrashAndAgreeWithRegexWhenAccepted() throws {
+        var rng = SeededGenerator(seed: 99)
+        let pieces = Array(#"ab.[]^-$()|?*+{},\d\w19é"#).map(String.init) + ["{2}", "{1,3}", "[a-c]", "(?:", "\\", "{,}", "[^x]"]
+        var accepted = 0
+        for _ in 0 ..< 4000 {
+            let pattern = (0 ..< Int.random(in: 0 ... 10, using: &rng)).map { _ in pieces.randomElement(using: &rng)! }.joined()
+            guard let automaton = try? PatternAutomaton(pattern) else { continue }
+            accepted += 1
+            // Where Swift's Regex reads the pattern the same way, whole matches agree on ASCII samples.
+            guard let regex = try? Regex(pattern), !pattern.contains("w"), !pattern.contains("é") else { continue }
+            for sample in ["", "a", "ab", "b1", "9", "aaa", "-", "x", "ab9"] {
+                #expect(automaton.matches(sample) == ((try? regex.wholeMatch(in: sample)) != nil), "/\(pattern)/ on \"\(sample)\"")
+            }
+        }
+        #expect(accepted > 500)
+    }
 }

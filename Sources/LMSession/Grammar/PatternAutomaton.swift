@@ -6,7 +6,7 @@
 /// `\d \w \s \D \W \S` and escaped punctuation, groups `(...)`/`(?:...)`, alternation `|`, quantifiers
 /// `* + ? {n} {n,} {n,m}` (a trailing `?` or `+` on a quantifier is accepted and ignored), and
 /// `^`/`$` at the ends. Not supported (a typed error names it): backreferences, lookaround,
-/// counted repetition above 64. A match can never contain `"`, `\` or control characters
+/// anchors inside the pattern, nested classes, counted repetition above 64. A match can never contain `"`, `\` or control characters
 /// (they would need escapes inside a JSON string); `.` and negated classes exclude them.
 /// `.`, negated classes and `\D \W \S` match one whole non-ASCII character; `\d \w \s` and
 /// class members are ASCII (`\w` is `[A-Za-z0-9_]`, where Swift's `Regex` also takes letters
@@ -226,6 +226,7 @@ struct PatternParser {
         var parts: [PatternNode] = []
         while i < b.count, b[i] != UInt8(ascii: "|"), b[i] != UInt8(ascii: ")") {
             if b[i] == UInt8(ascii: "$"), i == b.count - 1 { i += 1; break }
+            if b[i] == UInt8(ascii: "$") || b[i] == UInt8(ascii: "^") { throw fail("anchors inside a pattern are not supported") }
             var atom = try self.atom()
             atom = try quantified(atom)
             parts.append(atom)
@@ -351,6 +352,7 @@ struct PatternParser {
                 lo = (0 ... 255).first { s.contains(UInt8($0)) }.map(UInt8.init)!
             } else {
                 guard b[i] < 0x80 else { throw fail("non-ASCII characters inside [...] are not supported") }
+                guard b[i] != UInt8(ascii: "[") else { throw fail("nested classes and class set operations are not supported") }
                 lo = b[i]
                 i += 1
             }
