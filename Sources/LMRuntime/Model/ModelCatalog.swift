@@ -55,17 +55,19 @@ public struct ModelCatalog: Sendable {
         return config
     }
 
-    /// Builds the weights a config describes (synthetic or checkpoint).
+    /// Builds the weights a config describes (synthetic, checkpoint or GGUF).
     public func weights(for config: ModelConfig) throws -> ModelWeights {
         switch config.weights {
         case let .synthetic(seed): return try .synthetic(config, seed: seed)
         case let .checkpoint(path): return try .checkpoint(at: resolve(path))
+        case let .gguf(path): return try .gguf(at: resolve(path))
         }
     }
 
-    /// Loads the tokenizer a config names.
+    /// Loads the tokenizer a config names (or, for GGUF weights without one, the file's own).
     /// - Throws: ``ModelLoadError`` when it is missing, corrupt, or its size differs from the model's vocabulary.
     public func tokenizer(for config: ModelConfig) throws -> Tokenizer {
+        if config.tokenizer == nil, case let .gguf(path) = config.weights { return try Tokenizer(ggufAt: resolve(path)) }
         guard let file = config.tokenizer else {
             throw ModelLoadError.invalidConfig(path: config.name, reason: "the config names no tokenizer")
         }

@@ -38,6 +38,8 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         case synthetic(seed: UInt64)
         /// A llama2.c checkpoint file, relative to the config's folder or absolute.
         case checkpoint(path: String)
+        /// A GGUF file (``ModelWeights/gguf(at:memoryLimit:)``), relative to the config's folder or absolute.
+        case gguf(path: String)
     }
 
     /// Elements per attention head.

@@ -18,6 +18,8 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
     case exceedsMemoryLimit(ResourceEstimate, limitBytes: Int)
     /// The system refused an allocation of this many bytes.
     case allocationFailed(bytes: Int)
+    /// A GGUF file is malformed or describes a model this runtime cannot run.
+    case gguf(path: String, GGUFError)
 
     /// A sentence naming the problem.
     public var description: String {
@@ -35,6 +37,7 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
         case let .exceedsMemoryLimit(estimate, limit):
             "running the model needs \(estimate), more than the limit of \(limit / 1_000_000) MB (MemoryLimit.bytes)"
         case let .allocationFailed(bytes): "could not allocate \(bytes) bytes"
+        case let .gguf(path, error): "GGUF file \(path): \(error)"
         }
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import LMRuntime
 import Synchronization
 
-/// The on-device model simulation: a bundled config (synthetic weights) or a llama2.c checkpoint.
+/// The on-device model simulation: a bundled config (synthetic weights), a llama2.c checkpoint or a GGUF file.
 ///
 /// Weights load lazily, once, on first use, and are shared by all sessions on the model.
 public final class SystemLanguageModel: LanguageModel {
@@ -12,6 +12,7 @@ public final class SystemLanguageModel: LanguageModel {
     private enum Source: Sendable {
         case bundled(String)
         case checkpoint(URL, tokenizer: URL)
+        case gguf(URL)
         case loaded(LoadedModel)
     }
 
@@ -32,6 +33,13 @@ public final class SystemLanguageModel: LanguageModel {
     /// A llama2.c checkpoint and tokenizer.
     public init(checkpoint: URL, tokenizer: URL, prefixStore: PrefixStore.Configuration = .standard) {
         source = .checkpoint(checkpoint, tokenizer: tokenizer)
+        storeConfiguration = prefixStore
+    }
+
+    /// A GGUF (version 3) `llama` model with the vocabulary stored in it
+    /// (see ``LMRuntime/ModelWeights/gguf(at:memoryLimit:)`` for what is read).
+    public init(gguf: URL, prefixStore: PrefixStore.Configuration = .standard) {
+        source = .gguf(gguf)
         storeConfiguration = prefixStore
     }
 
@@ -64,6 +72,9 @@ public final class SystemLanguageModel: LanguageModel {
         case let .checkpoint(model, tokenizer):
             let weights = try ModelWeights.checkpoint(at: model)
             return try LoadedModel(weights: weights, tokenizer: Tokenizer(contentsOf: tokenizer, vocabSize: weights.config.vocabSize),
+                                   prefixStore: storeConfiguration)
+        case let .gguf(file):
+            return try LoadedModel(weights: ModelWeights.gguf(at: file), tokenizer: Tokenizer(ggufAt: file),
                                    prefixStore: storeConfiguration)
         case let .loaded(model):
             return model

@@ -1,0 +1,94 @@
+import Foundation
+
+extension Kernels {
+    /// The float32 value of IEEE half-precision `bits` (exact: every half is a float).
+    package static func float(fromHalf bits: UInt16) -> Float {
+        let sign = UInt32(bits & 0x8000) << 16
+        let exponent = UInt32(bits >> 10) & 0x1F, mantissa = UInt32(bits & 0x3FF)
+        switch exponent {
+        case 0:   // zero or subnormal: mantissa · 2⁻²⁴
+            let magnitude = Float(mantissa) * 0x1p-24
+            return sign == 0 ? magnitude : -magnitude
+        case 0x1F: return Float(bitPattern: sign | 0x7F80_0000 | mantissa << 13)   // infinity or NaN
+        default: return Float(bitPattern: sign | (exponent + 112) << 23 | mantissa << 13)
+        }
+    }
+
+    /// `value` rounded to the nearest IEEE half (ties to even); overflow gives infinity.
+    package static func halfBits(_ value: Float) -> UInt16 {
+        let x = value.bitPattern
+        let sign = UInt16(truncatingIfNeeded: x >> 16) & 0x8000
+        let exponent = Int((x >> 23) & 0xFF), mantissa = x & 0x7F_FFFF
+        if exponent == 0xFF { return sign | 0x7C00 | (mantissa == 0 ? 0 : 0x200 | UInt16(mantissa >> 13)) }
+        let e = exponent - 112                      // the half's biased exponent
+        if e >= 31 { return sign | 0x7C00 }
+        // Normal: the top 10 mantissa bits, 13 dropped. Subnormal: the whole significand shifted
+        // further right. Either way round the dropped bits to nearest, ties to even; a carry
+        // ripples into the exponent, which is the right encoding (up to infinity).
+        let (kept, shift): (UInt32, UInt32) = e > 0 ? (UInt32(e) << 23 | mantissa, 13) : (mantissa | 0x80_0000, UInt32(14 - e))
+        if shift > 24 { return sign }
+        var h = kept >> shift
+        let rest = kept & ((1 << shift) - 1), half = UInt32(1) << (shift - 1)
+        if rest > half || (rest == half && h & 1 == 1) { h += 1 }
+        return sign | UInt16(h)
+    }
+
+    /// Reads `matrix.rows × matrix.cols` little-endian halfs at `byteOffset` into `matrix`.
+    package static func loadHalfs(from data: Data, byteOffset: Int, into matrix: Matrix) {
+        precondition(byteOffset >= 0 && byteOffset + 2 * matrix.rows * matrix.cols <= data.count, "half range outside the data")
+        data.withUnsafeBytes { raw in
+            var src = raw.baseAddress! + byteOffset
+            for r in 0 ..< matrix.rows {
+                let dst = matrix.base + r * matrix.rowStride
+                for c in 0 ..< matrix.cols {
+                    dst[c] = float(fromHalf: UInt16(littleEndian: src.loadUnaligned(as: UInt16.self)))
+                    src += 2
+                }
+            }
+        }
+    }
+
+    /// Reads GGML Q8_0 blocks (a half scale, then 32 signed bytes) at `byteOffset` into `matrix`,
+    /// whose column count is a multiple of 32.
+    package static func loadQ8_0(from data: Data, byteOffset: Int, into matrix: Matrix) {
+        precondition(matrix.cols % 32 == 0, "Q8_0 rows are whole blocks")
+        precondition(byteOffset >= 0 && byteOffset + matrix.rows * matrix.cols / 32 * 34 <= data.count, "Q8_0 range outside the data")
+        data.withUnsafeBytes { raw in
+            var src = raw.baseAddress! + byteOffset
+            for r in 0 ..< matrix.rows {
+                let dst = matrix.base + r * matrix.rowStride
+                for block in stride(from: 0, to: matrix.cols, by: 32) {
+                    let scale = float(fromHalf: UInt16(littleEndian: src.loadUnaligned(as: UInt16.self)))
+                    for i in 0 ..< 32 { dst[block + i] = scale * Float(Int8(bitPattern: src.load(fromByteOffset: 2 + i, as: UInt8.self))) }
+                    src += 34
+                }
+            }
+        }
+    }
+
+    /// Appends `matrix` as little-endian halfs (rounded to nearest).
+    package static func appendHalfs(_ matrix: Matrix, to data: inout Data) {
+        data.reserveCapacity(data.count + 2 * matrix.rows * matrix.cols)
+        for r in 0 ..< matrix.rows {
+            for value in UnsafeBufferPointer(start: matrix.base + r * matrix.rowStride, count: matrix.cols) {
+                withUnsafeBytes(of: halfBits(value).littleEndian) { data.append(contentsOf: $0) }
+            }
+        }
+    }
+
+    /// Appends `matrix` as GGML Q8_0 blocks: per 32 weights, `d = max|x| / 127` as a half and
+    /// `q = round(x / d)`. The column count must be a multiple of 32.
+    package static func appendQ8_0(_ matrix: Matrix, to data: inout Data) {
+        precondition(matrix.cols % 32 == 0, "Q8_0 rows are whole blocks")
+        for r in 0 ..< matrix.rows {
+            let row = UnsafeBufferPointer(start: matrix.base + r * matrix.rowStride, count: matrix.cols)
+            for block in stride(from: 0, to: matrix.cols, by: 32) {
+                let values = row[block ..< block + 32]
+                let scale = (values.map(abs).max() ?? 0) / 127
+                let inverse: Float = scale == 0 ? 0 : 1 / scale
+                withUnsafeBytes(of: halfBits(scale).littleEndian) { data.append(contentsOf: $0) }
+                for v in values { data.append(UInt8(bitPattern: Int8(max(-127, min(127, (v * inverse).rounded()))))) }
+            }
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+
+extension ModelWeights {
+    /// Loads a GGUF (version 3) model of the `llama` architecture.
+    ///
+    /// Reads the dimensions from `llama.*` metadata, then every tensor under llama.cpp's names
+    /// (`token_embd`, `blk.N.attn_q`, ..., `output_norm`, and `output` unless the classifier is
+    /// tied to the embedding), decoding F32, F16 and Q8_0 to float32. Q and K are used as stored:
+    /// GGUF's `llama` RoPE rotates adjacent pairs, as llama2.c and this runtime do.
+    /// - Parameters:
+    ///   - url: the `.gguf` file.
+    ///   - memoryLimit: the most bytes running the model may need (``MemoryLimit``), checked before
+    ///     anything is allocated.
+    /// - Throws: ``ModelLoadError/gguf(path:_:)`` naming the field or tensor and its byte offset,
+    ///   or the ``ModelLoadError`` cases for unreadable files, impossible dimensions and memory.
+    public static func gguf(at url: URL, memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
+        let data: Data
+        do { data = try Data(contentsOf: url, options: .alwaysMapped) } catch {
+            throw ModelLoadError.unreadable(path: url.path, reason: error.localizedDescription)
+        }
+        return try gguf(data: data, path: url.path, memoryLimit: memoryLimit)
+    }
+
+    /// Loads a GGUF model from its bytes (see ``gguf(at:memoryLimit:)``).
+    public static func gguf(data: Data, path: String = "<memory>", memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
+        let file: GGUFFile, config: ModelConfig
+        do throws(GGUFError) {
+            file = try GGUFFile(data: data)
+            config = try ggufConfig(file, path: path)
+        } catch { throw ModelLoadError.gguf(path: path, error) }
+        try config.validate()
+        try config.checkResources(limit: memoryLimit)
+        let weights = try ModelWeights(zeroedFor: config, memoryLimit: memoryLimit)
+        let targets = weights.ggufTensors()
+        do throws(GGUFError) {
+            let known = Set(targets.map(\.name))
+            if let stray = file.tensors.first(where: { !known.contains($0.name) }) {
+                throw GGUFError.invalidField(field: "tensor \(stray.name)", byteOffset: stray.infoOffset,
+                                             reason: "not a tensor of the llama architecture (rope scaling and other extras are not supported)")
+            }
+            // Every shape is checked before any data is decoded.
+            let infos = try targets.map { target throws(GGUFError) -> GGUFTensorInfo in
+                guard let info = file.tensor(named: target.name) else { throw .missingTensor(target.name) }
+                let expected = target.vector ? [target.matrix.rows * target.matrix.cols] : [target.matrix.cols, target.matrix.rows]
+                guard info.dimensions == expected else {
+                    throw .shapeMismatch(tensor: info.name, expected: expected, found: info.dimensions, byteOffset: info.infoOffset)
+                }
+                return info
+            }
+            for (target, info) in zip(targets, infos) {
+                switch info.type {
+                case .f32: Kernels.loadLittleEndianFloats(from: data, byteOffset: info.dataOffset, into: target.matrix)
+                case .f16: Kernels.loadHalfs(from: data, byteOffset: info.dataOffset, into: target.matrix)
+                case .q8_0: Kernels.loadQ8_0(from: data, byteOffset: info.dataOffset, into: target.matrix)
+                }
+            }
+        } catch { throw ModelLoadError.gguf(path: path, error) }
+        return weights
+    }
+
+    /// The model's dimensions from a GGUF file's metadata.
+    static func ggufConfig(_ file: GGUFFile, path: String) throws(GGUFError) -> ModelConfig {
+        let architecture = try file.string("general.architecture")
+        guard architecture == "llama" else { throw .unsupportedArchitecture(architecture) }
+        let heads = try file.integer("llama.attention.head_count")
+        let dim = try file.integer("llama.embedding_length")
+        guard let embedding = file.tensor(named: "token_embd.weight") else { throw .missingTensor("token_embd.weight") }
+        guard embedding.dimensions.count == 2 else {
+            throw .shapeMismatch(tensor: embedding.name, expected: [dim, -1], found: embedding.dimensions, byteOffset: embedding.infoOffset)
+        }
+        let vocabulary = embedding.dimensions[1]
+        if file.metadata["llama.vocab_size"] != nil, try file.integer("llama.vocab_size") != vocabulary {
+            throw .invalidField(field: "llama.vocab_size", byteOffset: file.offset(of: "llama.vocab_size"),
+                                reason: "token_embd.weight has \(vocabulary) rows")
+        }
+        if file.metadata["llama.rope.dimension_count"] != nil, heads > 0,
+           try file.integer("llama.rope.dimension_count") != dim / heads {
+            throw .invalidField(field: "llama.rope.dimension_count", byteOffset: file.offset(of: "llama.rope.dimension_count"),
+                                reason: "partial rotary embedding is not supported; it must equal the head size \(dim / heads)")
+        }
+        if let scaling = file.metadata["llama.rope.scaling.type"], scaling.stringValue != "none" {
+            throw .invalidField(field: "llama.rope.scaling.type", byteOffset: file.offset(of: "llama.rope.scaling.type"),
+                                reason: "RoPE scaling is not supported")
+        }
+        let name = file.metadata["general.name"]?.stringValue
+            ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+        return ModelConfig(name: name, dim: dim, hiddenDim: try file.integer("llama.feed_forward_length"),
+                           layerCount: try file.integer("llama.block_count"), headCount: heads,
+                           kvHeadCount: try file.integer("llama.attention.head_count_kv", default: heads),
+                           vocabSize: vocabulary, contextLength: try file.integer("llama.context_length"),
+                           normEpsilon: try file.float("llama.attention.layer_norm_rms_epsilon", default: 1e-5),
+                           ropeTheta: try file.float("llama.rope.freq_base", default: 10000),
+                           sharedClassifier: file.tensor(named: "output.weight") == nil, weights: .gguf(path: path))
+    }
+
+    /// Every weight under its llama.cpp tensor name, as views into this model's storage.
+    private func ggufTensors() -> [(name: String, matrix: Matrix, vector: Bool)] {
+        let h = config.hiddenDim
+        var out = [(name: "token_embd.weight", matrix: tokenEmbedding, vector: false)]
+        for (i, layer) in layers.enumerated() {
+            out += [("blk.\(i).attn_norm.weight", layer.attentionNorm, true), ("blk.\(i).attn_q.weight", layer.wq, false),
+                    ("blk.\(i).attn_k.weight", layer.wk, false), ("blk.\(i).attn_v.weight", layer.wv, false),
+                    ("blk.\(i).attn_output.weight", layer.wo, false), ("blk.\(i).ffn_norm.weight", layer.ffnNorm, true),
+                    ("blk.\(i).ffn_gate.weight", layer.gateUp.rows(0 ..< h), false),
+                    ("blk.\(i).ffn_up.weight", layer.gateUp.rows(h ..< 2 * h), false),
+                    ("blk.\(i).ffn_down.weight", layer.down, false)]
+        }
+        out.append(("output_norm.weight", finalNorm, true))
+        if !config.sharedClassifier { out.append(("output.weight", classifier, false)) }
+        return out
+    }
+
+    /// The model (and, when given, its tokenizer) as a GGUF version 3 file of the `llama`
+    /// architecture, readable by ``gguf(at:memoryLimit:)`` and by llama.cpp.
+    /// - Parameters:
+    ///   - tokenizer: written as a SentencePiece-style `llama` vocabulary (spaces as `▁`).
+    ///   - tensorType: the matrices' encoding. Norms stay F32; with Q8_0, a matrix whose row
+    ///     length is not a multiple of 32 is written as F16 (as llama.cpp's quantizer does).
+    public func ggufData(tokenizer: Tokenizer? = nil, tensorType: GGUFTensorType = .f32) -> Data {
+        let c = config
+        var writer = GGUFWriter()
+        writer.set("general.architecture", .string("llama"))
+        writer.set("general.name", .string(c.name))
+        let fileType: UInt32 = switch tensorType { case .f32: 0; case .f16: 1; case .q8_0: 7 }   // llama.cpp's LLAMA_FTYPE
+        writer.set("general.file_type", .uint32(fileType))
+        for (key, value) in [("llama.context_length", c.contextLength), ("llama.embedding_length", c.dim),
+                             ("llama.block_count", c.layerCount), ("llama.feed_forward_length", c.hiddenDim),
+                             ("llama.rope.dimension_count", c.headDim), ("llama.attention.head_count", c.headCount),
+                             ("llama.attention.head_count_kv", c.kvHeadCount), ("llama.vocab_size", c.vocabSize)] {
+            writer.set(key, .uint32(UInt32(value)))
+        }
+        writer.set("llama.attention.layer_norm_rms_epsilon", .float32(c.normEpsilon))
+        writer.set("llama.rope.freq_base", .float32(c.ropeTheta))
+        for (key, value) in tokenizer?.ggufMetadata() ?? [] { writer.set(key, value) }
+        for t in ggufTensors() {
+            let type: GGUFTensorType = t.vector ? .f32 : tensorType == .q8_0 && t.matrix.cols % 32 != 0 ? .f16 : tensorType
+            writer.add(t.name, t.matrix, type: type, vector: t.vector)
+        }
+        return writer.data()
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+
+extension Tokenizer {
+    /// SentencePiece's visible space, which GGUF vocabularies use where llama2.c's use a space.
+    static let sentencePieceSpace = "\u{2581}"
+
+    /// The vocabulary stored in a GGUF file's `tokenizer.ggml.*` metadata.
+    ///
+    /// Only SentencePiece-style `llama` vocabularies in llama2.c's layout are accepted (what this
+    /// tokenizer encodes with): `<unk>` 0, BOS 1, EOS 2, byte pieces `<0x00>`...`<0xFF>` at 3...258.
+    /// - Throws: ``GGUFError/missingKey(_:)``, ``GGUFError/invalidField(field:byteOffset:reason:)`` for
+    ///   malformed arrays, ``GGUFError/unsupportedVocabulary(_:)`` for another layout or model.
+    public init(gguf file: GGUFFile) throws(GGUFError) {
+        let model = try file.string("tokenizer.ggml.model")
+        guard model == "llama" else {
+            throw .unsupportedVocabulary("tokenizer.ggml.model is '\(model)'; only SentencePiece-style 'llama' vocabularies are read")
+        }
+        guard let tokens = try file.array("tokenizer.ggml.tokens") else { throw .missingKey("tokenizer.ggml.tokens") }
+        let pieces = try tokens.enumerated().map { i, value throws(GGUFError) -> [UInt8] in
+            guard let text = value.stringValue else {
+                throw .invalidField(field: "tokenizer.ggml.tokens", byteOffset: file.offset(of: "tokenizer.ggml.tokens"), reason: "entry \(i) is not a string")
+            }
+            return Array(text.replacingOccurrences(of: Self.sentencePieceSpace, with: " ").utf8)
+        }
+        var scores = [Float](repeating: 0, count: pieces.count)
+        if let stored = try file.array("tokenizer.ggml.scores") {
+            let offset = file.offset(of: "tokenizer.ggml.scores")
+            guard stored.count == pieces.count else {
+                throw .invalidField(field: "tokenizer.ggml.scores", byteOffset: offset, reason: "\(stored.count) scores for \(pieces.count) tokens")
+            }
+            for (i, value) in stored.enumerated() {
+                guard let score = value.doubleValue, score.isFinite else {
+                    throw .invalidField(field: "tokenizer.ggml.scores", byteOffset: offset, reason: "entry \(i) is not a finite number")
+                }
+                scores[i] = Float(score)
+            }
+        }
+        for (key, expected) in [("tokenizer.ggml.unknown_token_id", Self.unknown), ("tokenizer.ggml.bos_token_id", Self.bos),
+                                ("tokenizer.ggml.eos_token_id", Self.eos)] where file.metadata[key] != nil {
+            let id = try file.integer(key)
+            guard id == expected else { throw .unsupportedVocabulary("\(key) is \(id); this tokenizer needs \(expected)") }
+        }
+        guard pieces.count > Self.byteOffset + 255 else {
+            throw .unsupportedVocabulary("\(pieces.count) tokens; the special and byte-fallback tokens need \(Self.byteOffset + 256)")
+        }
+        for byte in 0 ..< 256 where Self.byteValue(pieces[Self.byteOffset + byte][...]) != UInt8(byte) {
+            throw .unsupportedVocabulary("token \(Self.byteOffset + byte) should be the byte piece <0x\(String(format: "%02X", byte))>")
+        }
+        self.init(pieces: pieces, scores: scores)
+    }
+
+    /// The vocabulary of the GGUF file at `url` (see ``init(gguf:)``).
+    /// - Throws: ``ModelLoadError/unreadable(path:reason:)`` or ``ModelLoadError/gguf(path:_:)``.
+    public init(ggufAt url: URL) throws {
+        let data: Data
+        do { data = try Data(contentsOf: url, options: .alwaysMapped) } catch {
+            throw ModelLoadError.unreadable(path: url.path, reason: error.localizedDescription)
+        }
+        do { try self.init(gguf: GGUFFile(data: data)) } catch { throw ModelLoadError.gguf(path: url.path, error) }
+    }
+
+    /// The `tokenizer.ggml.*` metadata that ``init(gguf:)`` reads back.
+    func ggufMetadata() -> [(String, GGUFValue)] {
+        let control = Set(ControlPieces.all.compactMap(id(of:)) + [Self.bos, Self.eos])
+        let types = pieces.indices.map { id -> GGUFValue in
+            // SentencePiece token types: 1 normal, 2 unknown, 3 control, 6 byte.
+            if id == Self.unknown { return .int32(2) }
+            if control.contains(id) { return .int32(3) }
+            if (Self.byteOffset ..< Self.byteOffset + 256).contains(id), Self.byteValue(pieces[id][...]) != nil { return .int32(6) }
+            return .int32(1)
+        }
+        let text = pieces.map { GGUFValue.string(String(decoding: $0, as: UTF8.self).replacingOccurrences(of: " ", with: Self.sentencePieceSpace)) }
+        return [("tokenizer.ggml.model", .string("llama")), ("tokenizer.ggml.tokens", .array(text)),
+                ("tokenizer.ggml.scores", .array(scores.map(GGUFValue.float32))), ("tokenizer.ggml.token_type", .array(types)),
+                ("tokenizer.ggml.unknown_token_id", .uint32(UInt32(Self.unknown))), ("tokenizer.ggml.bos_token_id", .uint32(UInt32(Self.bos))),
+                ("tokenizer.ggml.eos_token_id", .uint32(UInt32(Self.eos)))]
+    }
+}

@@ -1,0 +1,364 @@
+import Foundation
+import LMRuntime
+import LMTestSupport
+import Testing
+
+/// A GGUF encoder written independently of the package's writer, byte by byte from the format
+/// description, so the reader is checked against files it did not produce (and so tests can
+/// build malformed files).
+struct HandGGUF {
+    var version: UInt32 = 3
+    var metadata: [(String, UInt32, [UInt8])] = []
+    var tensors: [(name: String, dims: [UInt64], type: UInt32, data: [UInt8])] = []
+
+    static func le<T: FixedWidthInteger>(_ v: T) -> [UInt8] { withUnsafeBytes(of: v.littleEndian) { Array($0) } }
+    static func str(_ s: String) -> [UInt8] { le(UInt64(s.utf8.count)) + Array(s.utf8) }
+
+    mutating func u32(_ key: String, _ v: UInt32) { metadata.append((key, 4, Self.le(v))) }
+    mutating func f32(_ key: String, _ v: Float) { metadata.append((key, 6, Self.le(v.bitPattern))) }
+    mutating func string(_ key: String, _ v: String) { metadata.append((key, 8, Self.str(v))) }
+    mutating func strings(_ key: String, _ v: [String]) {
+        metadata.append((key, 9, Self.le(UInt32(8)) + Self.le(UInt64(v.count)) + v.flatMap(Self.str)))
+    }
+    mutating func floats(_ key: String, _ v: [Float]) {
+        metadata.append((key, 9, Self.le(UInt32(6)) + Self.le(UInt64(v.count)) + v.flatMap { Self.le($0.bitPattern) }))
+    }
+    mutating func f32Tensor(_ name: String, _ dims: [Int], _ values: [Float]) {
+        tensors.append((name, dims.map(UInt64.init), 0, values.flatMap { Self.le($0.bitPattern) }))
+    }
+
+    /// The file; `alignment` 32, tensors in insertion order.
+    func bytes() -> [UInt8] {
+        var out = Array("GGUF".utf8) + Self.le(version) + Self.le(UInt64(tensors.count)) + Self.le(UInt64(metadata.count))
+        for (key, type, value) in metadata { out += Self.str(key) + Self.le(type) + value }
+        var offset: UInt64 = 0
+        for t in tensors {
+            out += Self.str(t.name) + Self.le(UInt32(t.dims.count)) + t.dims.flatMap { Self.le($0) } + Self.le(t.type) + Self.le(offset)
+            offset += UInt64((t.data.count + 31) / 32 * 32)
+        }
+        for t in tensors {
+            out += [UInt8](repeating: 0, count: (32 - out.count % 32) % 32)
+            out += t.data
+        }
+        return out
+    }
+
+    /// A complete one-layer llama model (dim 8, 2 heads, hidden 8, vocab 4, context 16), every
+    /// weight `index · 0.001` in file order, and no tokenizer.
+    static func smallModel() -> HandGGUF {
+        var g = HandGGUF()
+        g.string("general.architecture", "llama")
+        for (key, value) in [("llama.embedding_length", 8), ("llama.feed_forward_length", 8), ("llama.block_count", 1),
+                             ("llama.attention.head_count", 2), ("llama.attention.head_count_kv", 2), ("llama.context_length", 16)] {
+            g.u32(key, UInt32(value))
+        }
+        g.f32("llama.rope.freq_base", 10000)
+        var counter = 0
+        func next(_ n: Int) -> [Float] { defer { counter += n }; return (0 ..< n).map { Float(counter + $0) * 0.001 } }
+        g.f32Tensor("token_embd.weight", [8, 4], next(32))
+        for name in ["attn_norm", "ffn_norm"] { g.f32Tensor("blk.0.\(name).weight", [8], next(8)) }
+        for name in ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"] {
+            g.f32Tensor("blk.0.\(name).weight", [8, 8], next(64))
+        }
+        g.f32Tensor("output_norm.weight", [8], next(8))
+        return g
+    }
+
+    func data() -> Data { Data(bytes()) }
+}
+
+struct GGUFTests {
+    static func values(_ m: Matrix) -> [Float] { (0 ..< m.rows).flatMap { r in (0 ..< m.cols).map { m[r, $0] } } }
+
+    static func allMatrices(_ w: ModelWeights) -> [Matrix] {
+        [w.tokenEmbedding, w.finalNorm, w.classifier]
+            + w.layers.flatMap { [$0.attentionNorm, $0.qkv, $0.wo, $0.ffnNorm, $0.gateUp, $0.down] }
+    }
+
+    static func loadError(_ data: Data) -> GGUFError? {
+        do {
+            _ = try ModelWeights.gguf(data: data)
+            return nil
+        } catch let ModelLoadError.gguf(_, error) {
+            return error
+        } catch {
+            Issue.record("expected a GGUF error, got \(error)")
+            return nil
+        }
+    }
+
+    @Test func gguf_readsAHandWrittenFileIntoTheRightWeights() throws {
+        let w = try ModelWeights.gguf(data: HandGGUF.smallModel().data(), path: "/x/hand.gguf")
+        #expect(w.config.dim == 8 && w.config.hiddenDim == 8 && w.config.layerCount == 1 && w.config.vocabSize == 4)
+        #expect(w.config.contextLength == 16 && w.config.sharedClassifier && w.config.name == "hand")
+        #expect(w.config.weights == .gguf(path: "/x/hand.gguf"))
+        func at(_ i: Int) -> Float { Float(i) * 0.001 }
+        #expect(w.tokenEmbedding[1, 2] == at(8 + 2))             // row 1 of [vocab, dim], file order
+        #expect(w.layers[0].attentionNorm[0, 3] == at(32 + 3))
+        #expect(w.layers[0].ffnNorm[0, 0] == at(40))
+        #expect(w.layers[0].wq[2, 5] == at(48 + 2 * 8 + 5))      // GGML [cols, rows]: row-major [rows][cols]
+        #expect(w.layers[0].wk[0, 0] == at(112))
+        #expect(w.layers[0].wv[7, 7] == at(176 + 63))
+        #expect(w.layers[0].wo[1, 0] == at(240 + 8))
+        #expect(w.layers[0].gateUp[0, 1] == at(304 + 1))          // gate: the first rows
+        #expect(w.layers[0].gateUp[8, 1] == at(368 + 1))          // up: the rows after the gate
+        #expect(w.layers[0].down[3, 3] == at(432 + 27))
+        #expect(w.finalNorm[0, 7] == at(496 + 7))
+        #expect(w.classifier[3, 0] == w.tokenEmbedding[3, 0])
+    }
+
+    @Test func gguf_decodesF16AndQ8_0TensorsWrittenByHand() throws {
+        var g = HandGGUF.smallModel()
+        // attn_q as F16: every weight 1.5 (0x3E00) except the first, -0.25 (0xB400).
+        let q = g.tensors.firstIndex { $0.name == "blk.0.attn_q.weight" }!
+        g.tensors[q].type = 1
+        g.tensors[q].data = HandGGUF.le(UInt16(0xB400)) + (1 ..< 64).flatMap { _ in HandGGUF.le(UInt16(0x3E00)) }
+        let w = try ModelWeights.gguf(data: g.data())
+        #expect(w.layers[0].wq[0, 0] == -0.25 && w.layers[0].wq[0, 1] == 1.5 && w.layers[0].wq[7, 7] == 1.5)
+
+        // Q8_0 rows are whole 32-weight blocks, so a model of dim 32: one block per row,
+        // scale 0.5 (0x3800), q = row·10 + column - 64 (wrapping into Int8).
+        var wide = HandGGUF()
+        wide.string("general.architecture", "llama")
+        for (key, value) in [("llama.embedding_length", 32), ("llama.feed_forward_length", 32), ("llama.block_count", 1),
+                             ("llama.attention.head_count", 4), ("llama.context_length", 8)] {
+            wide.u32(key, UInt32(value))
+        }
+        wide.f32Tensor("token_embd.weight", [32, 2], [Float](repeating: 0.5, count: 64))
+        for name in ["attn_norm", "ffn_norm"] { wide.f32Tensor("blk.0.\(name).weight", [32], [Float](repeating: 1, count: 32)) }
+        func q8(_ r: Int, _ c: Int) -> Int8 { Int8(truncatingIfNeeded: r * 10 + c - 64) }
+        let block = (0 ..< 32).flatMap { r in HandGGUF.le(UInt16(0x3800)) + (0 ..< 32).map { UInt8(bitPattern: q8(r, $0)) } }
+        for name in ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"] {
+            wide.tensors.append(("blk.0.\(name).weight", [32, 32], 8, block))
+        }
+        wide.f32Tensor("output_norm.weight", [32], [Float](repeating: 1, count: 32))
+        let v = try ModelWeights.gguf(data: wide.data())
+        #expect(v.config.kvHeadCount == 4)   // head_count_kv defaults to head_count
+        for (r, c) in [(0, 0), (3, 17), (31, 31), (12, 5)] {
+            #expect(v.layers[0].down[r, c] == 0.5 * Float(q8(r, c)))
+            #expect(v.layers[0].gateUp[32 + r, c] == 0.5 * Float(q8(r, c)))
+        }
+    }
+
+    @Test func gguf_writerRoundTripsEveryWeightExactlyInF32() throws {
+        for shared in [true, false] {
+            let config = Fixtures.tinyConfig(sharedClassifier: shared)
+            let original = Fixtures.tinyWeights(config)
+            let loaded = try ModelWeights.gguf(data: original.ggufData())
+            #expect(loaded.config.sharedClassifier == shared)
+            var expected = config
+            expected.weights = loaded.config.weights
+            #expect(loaded.config == expected)
+            for (a, b) in zip(Self.allMatrices(original), Self.allMatrices(loaded)) {
+                #expect(Self.values(a).map(\.bitPattern) == Self.values(b).map(\.bitPattern))
+            }
+            let tokens = Fixtures.tokens(count: 12, vocabSize: config.vocabSize, seed: 3)
+            let m1 = Transformer(weights: original), m2 = Transformer(weights: loaded)
+            let l1 = try m1.forward(tokens, cache: m1.makeCache()).toArray()
+            let l2 = try m2.forward(tokens, cache: m2.makeCache()).toArray()
+            #expect(l1.map(\.bitPattern) == l2.map(\.bitPattern))
+        }
+    }
+
+    @Test func gguf_f16AndQ8_0StayWithinOneQuantumOfEachWeight() throws {
+        let config = Fixtures.tinyConfig(dim: 64)   // hidden 192: every row a whole number of Q8_0 blocks
+        let original = Fixtures.tinyWeights(config)
+        for type in [GGUFTensorType.f16, .q8_0] {
+            let data = original.ggufData(tensorType: type)
+            let file = try GGUFFile(data: data)
+            #expect(file.tensor(named: "blk.0.attn_q.weight")?.type == type)
+            #expect(file.tensor(named: "blk.0.attn_norm.weight")?.type == .f32)   // norms stay exact
+            let loaded = try ModelWeights.gguf(data: data)
+            for (a, b) in zip(Self.allMatrices(original), Self.allMatrices(loaded)) {
+                for r in 0 ..< a.rows {
+                    let row = (0 ..< a.cols).map { a[r, $0] }
+                    for c in 0 ..< a.cols {
+                        let x = row[c], y = b[r, c]
+                        let bound: Float = switch type {
+                        case .f16: abs(x) * 0x1p-11 + 0x1p-25
+                        // One step of the block's scale, plus the scale's own half rounding.
+                        default: (row[c / 32 * 32 ..< c / 32 * 32 + 32].map(abs).max()! / 127) * (0.5 + 127 * 0x1p-11) + 0x1p-24
+                        }
+                        #expect(abs(x - y) <= bound, "\(type) [\(r), \(c)]: \(x) vs \(y)")
+                        if abs(x - y) > bound { return }
+                    }
+                }
+            }
+        }
+        // A matrix whose rows are not whole Q8_0 blocks is written as F16 instead.
+        let oddFile = try GGUFFile(data: try ModelWeights.synthetic(
+            ModelConfig(name: "odd", dim: 32, hiddenDim: 40, layerCount: 1, headCount: 4, kvHeadCount: 2, vocabSize: 300,
+                        contextLength: 16), seed: 1).ggufData(tensorType: .q8_0))
+        #expect(oddFile.tensor(named: "blk.0.ffn_down.weight")?.type == .f16)
+        #expect(oddFile.tensor(named: "blk.0.ffn_up.weight")?.type == .q8_0)
+    }
+
+    @Test func halfConversion_agreesWithFloat16() {
+        #if !(os(macOS) && arch(x86_64))
+        for bits in 0 ... UInt16.max {
+            let expected = Float(Float16(bitPattern: bits))
+            let got = Kernels.float(fromHalf: bits)
+            #expect(got.bitPattern == expected.bitPattern || (got.isNaN && expected.isNaN), "half \(bits)")
+            if !(got.bitPattern == expected.bitPattern || (got.isNaN && expected.isNaN)) { return }
+        }
+        var rng = SeededGenerator(seed: 5)
+        let edges: [Float] = [0, -0, 65504, 65519.996, 65520, 1e-8, 0x1p-24, 0x1p-25, 0x1.8p-25, 0x1p-26, 5.9604645e-8,
+                              .infinity, -.infinity, .greatestFiniteMagnitude, 1 + 0x1p-11, 1 + 0x1.8p-11, 0.1, -2.5]
+        let randoms = (0 ..< 50_000).map { _ in Float(bitPattern: UInt32(truncatingIfNeeded: rng.next())) }.filter { !$0.isNaN }
+        for x in edges + randoms {
+            let expected = Float16(x).bitPattern
+            #expect(Kernels.halfBits(x) == expected, "\(x)")
+            if Kernels.halfBits(x) != expected { return }
+        }
+        #expect(Kernels.float(fromHalf: Kernels.halfBits(.nan)).isNaN)
+        #endif
+    }
+
+    @Test func tokenizer_roundTripsThroughGGUFMetadata() throws {
+        let tokenizer = Fixtures.bundledTokenizer
+        let data = Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: tokenizer.vocabSize)).ggufData(tokenizer: tokenizer)
+        let file = try GGUFFile(data: data)
+        let texts = try #require(file.metadata["tokenizer.ggml.tokens"]?.arrayValue).compactMap(\.stringValue)
+        #expect(texts.count == tokenizer.vocabSize && !texts.contains { $0.contains(" ") } && texts.contains { $0.hasPrefix("▁") })
+        let back = try Tokenizer(gguf: file)
+        #expect(back.pieces == tokenizer.pieces)
+        #expect(back.scores == tokenizer.scores)
+        #expect(back.serialized() == tokenizer.serialized())
+        // Token types: unknown, control (BOS, EOS and the session's control pieces), byte, normal.
+        let types = try #require(file.metadata["tokenizer.ggml.token_type"]?.arrayValue).map(\.intValue)
+        #expect(types[0] == 2 && types[1] == 3 && types[2] == 3 && types[3] == 6 && types[258] == 6)
+        #expect(types[tokenizer.id(of: ControlPieces.user)!] == 3 && types.last == 1)
+    }
+
+    @Test func tokenizer_refusesVocabulariesItCannotEncodeWith() throws {
+        func vocabulary(_ edit: (inout HandGGUF) -> Void) -> GGUFError? {
+            var g = HandGGUF()
+            g.string("tokenizer.ggml.model", "llama")
+            g.strings("tokenizer.ggml.tokens", ["<unk>", "<s>", "</s>"] + (0 ..< 256).map { String(format: "<0x%02X>", $0) } + ["▁the"])
+            edit(&g)
+            do {
+                _ = try Tokenizer(gguf: GGUFFile(data: g.data()))
+                return nil
+            } catch { return error }
+        }
+        #expect(vocabulary { _ in } == nil)
+        #expect(vocabulary { $0.metadata[0].2 = HandGGUF.str("gpt2") } == .unsupportedVocabulary(
+            "tokenizer.ggml.model is 'gpt2'; only SentencePiece-style 'llama' vocabularies are read"))
+        #expect(vocabulary { $0.u32("tokenizer.ggml.bos_token_id", 5) } == .unsupportedVocabulary(
+            "tokenizer.ggml.bos_token_id is 5; this tokenizer needs 1"))
+        #expect(vocabulary { $0.floats("tokenizer.ggml.scores", [1, 2]) }.map { "\($0)".contains("2 scores for 260 tokens") } == true)
+        #expect(vocabulary { $0.metadata.removeAll() } == .missingKey("tokenizer.ggml.model"))
+        if case .unsupportedVocabulary = vocabulary({ g in
+            g.metadata[1] = ("tokenizer.ggml.tokens", 9, HandGGUF.le(UInt32(8)) + HandGGUF.le(UInt64(3)) + ["a", "b", "c"].flatMap(HandGGUF.str))
+        }) {} else { Issue.record("a vocabulary without byte pieces must be refused") }
+    }
+
+    @Test func gguf_malformedFilesGetTypedErrorsNamingTheFieldAndOffset() {
+        let good = HandGGUF.smallModel()
+        #expect(Self.loadError(good.data()) == nil)
+        var bytes = good.bytes()
+        bytes[0] = UInt8(ascii: "X")
+        #expect(Self.loadError(Data(bytes)) == .badMagic(found: Array("XGUF".utf8)))
+        var v2 = good
+        v2.version = 2
+        #expect(Self.loadError(v2.data()) == .unsupportedVersion(2))
+        var gpt = good
+        gpt.metadata[0].2 = HandGGUF.str("gpt2")
+        #expect(Self.loadError(gpt.data()) == .unsupportedArchitecture("gpt2"))
+        var noHeads = good
+        noHeads.metadata.removeAll { $0.0 == "llama.attention.head_count" }
+        #expect(Self.loadError(noHeads.data()) == .missingKey("llama.attention.head_count"))
+        var q4 = good
+        q4.tensors[3].type = 2
+        if case let .unsupportedTensorType(name, 2, offset)? = Self.loadError(q4.data()) {
+            #expect(name == q4.tensors[3].name && offset > 24)
+        } else { Issue.record("Q4_0 must be refused as an unsupported type") }
+        var wrongShape = good
+        wrongShape.tensors[4].dims = [4, 16]
+        if case let .shapeMismatch(name, expected, found, _)? = Self.loadError(wrongShape.data()) {
+            #expect(name == wrongShape.tensors[4].name && expected == [8, 8] && found == [4, 16])
+        } else { Issue.record("a tensor of the wrong shape must be refused") }
+        var missing = good
+        missing.tensors.removeAll { $0.name == "blk.0.ffn_up.weight" }
+        #expect(Self.loadError(missing.data()) == .missingTensor("blk.0.ffn_up.weight"))
+        var stray = good
+        stray.f32Tensor("rope_freqs.weight", [4], [1, 1, 1, 1])
+        if case let .invalidField(field, _, _)? = Self.loadError(stray.data()) { #expect(field == "tensor rope_freqs.weight") }
+        else { Issue.record("an unknown tensor must be refused") }
+        var duplicate = good
+        duplicate.u32("llama.block_count", 1)
+        if case let .invalidField(field, _, reason)? = Self.loadError(duplicate.data()) {
+            #expect(field == "llama.block_count" && reason == "duplicate key")
+        } else { Issue.record("a duplicate key must be refused") }
+        var wrongType = good
+        wrongType.string("llama.feed_forward_length", "eight")
+        wrongType.metadata.removeAll { $0.0 == "llama.feed_forward_length" && $0.1 == 4 }
+        if case let .invalidField(field, offset, _)? = Self.loadError(wrongType.data()) {
+            #expect(field == "llama.feed_forward_length" && offset > 24)
+        } else { Issue.record("a string where an integer belongs must be refused") }
+        // Counts larger than the file could hold are refused before anything is allocated.
+        var huge = good.bytes()
+        huge.replaceSubrange(8 ..< 16, with: HandGGUF.le(UInt64(1) << 60))
+        if case let .invalidField(field, 8, _)? = Self.loadError(Data(huge)) { #expect(field == "tensor count") }
+        else { Issue.record("an impossible tensor count must be refused") }
+        // Tensor data cut short.
+        let full = good.bytes()
+        if case let .truncatedTensorData(name, _, count, fileBytes)? = Self.loadError(Data(full.dropLast(10))) {
+            #expect(name == "output_norm.weight" && count == 32 && fileBytes == full.count - 10)
+        } else { Issue.record("truncated tensor data must be refused") }
+    }
+
+    @Test func gguf_everyPrefixOfAFileFailsCleanly() {
+        let bytes = HandGGUF.smallModel().bytes()
+        for length in 0 ..< bytes.count {
+            do {
+                _ = try ModelWeights.gguf(data: Data(bytes[..<length]))
+                Issue.record("a \(length)-byte prefix loaded")
+            } catch ModelLoadError.gguf {
+            } catch {
+                Issue.record("prefix \(length): \(error)")
+            }
+        }
+    }
+
+    // MARK: The llama2.c reference model through GGUF
+
+    static let reference: (model: URL, tokenizer: URL, cases: URL)? = {
+        guard let m = Fixtures.sharedModel("stories260K.bin"), let t = Fixtures.sharedModel("tok512.bin"),
+              let r = Fixtures.sharedModel("reference-greedy.json") else { return nil }
+        return (m, t, r)
+    }()
+
+    struct Case: Decodable {
+        let prompt_token_ids: [Int]
+        let generated_token_ids: [Int]
+    }
+
+    struct Reference: Decodable { let cases: [Case] }
+
+    @Test(.enabled(if: reference != nil, "skipped: ../shared/models/{stories260K.bin,tok512.bin,reference-greedy.json} are absent"))
+    func gguf_stories260KAsGGUFGivesLlama2csGreedyTokensAndBack() throws {
+        let files = try #require(Self.reference)
+        let weights = try ModelWeights.checkpoint(at: files.model)
+        let tokenizer = try Tokenizer(contentsOf: files.tokenizer, vocabSize: 512)
+        let ggufURL = Fixtures.temporaryFile("stories260K.gguf")
+        defer { try? FileManager.default.removeItem(at: ggufURL) }
+        try weights.ggufData(tokenizer: tokenizer).write(to: ggufURL)
+        let loaded = try ModelWeights.gguf(at: ggufURL)
+        let ggufTokenizer = try Tokenizer(ggufAt: ggufURL)
+        #expect(ggufTokenizer.serialized() == (try Data(contentsOf: files.tokenizer)))
+        let cases = try JSONDecoder().decode(Reference.self, from: Data(contentsOf: files.cases)).cases
+        // And back: GGUF → llama2.c checkpoint.
+        let backURL = Fixtures.temporaryFile("stories260K.bin")
+        defer { try? FileManager.default.removeItem(at: backURL) }
+        try loaded.checkpointData().write(to: backURL)
+        for model in [Transformer(weights: loaded), Transformer(weights: try ModelWeights.checkpoint(at: backURL))] {
+            for c in cases {
+                var sampler = try Sampler(.greedy)
+                let out = try model.generate(prompt: c.prompt_token_ids, maxNewTokens: 256 - c.prompt_token_ids.count + 1,
+                                             sampler: &sampler, cache: model.makeCache())
+                #expect(out.generatedTokens == c.generated_token_ids)
+            }
+        }
+    }
+}
