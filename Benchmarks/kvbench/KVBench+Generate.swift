@@ -22,13 +22,12 @@ extension KVBench {
         @Option(name: .long, help: "Top-p (nucleus) threshold in (0, 1]; 1 samples from the full distribution.")
         var topP: Float = 1
 
-        @Option(name: .long, help: "Seed for sampling.")
-        var seed: UInt64 = 0
+        @OptionGroup(title: "Output (json: {prompt_token_ids, generated_token_ids, text})") var output: OutputOptions
 
-        @Flag(name: .long, help: "Print {prompt_token_ids, generated_token_ids, text} as JSON.")
-        var json = false
+        static let formats: [OutputFormat] = [.text, .json]
 
         func validate() throws {
+            _ = try output.resolved(Self.formats, in: "generate")
             if maxTokens < 0 { throw ValidationError("--max-tokens must not be negative, got \(maxTokens).") }
             if !(temperature >= 0 && temperature.isFinite) { throw ValidationError("--temperature must be ≥ 0, got \(temperature).") }
             if !(topP > 0 && topP <= 1) { throw ValidationError("--top-p must be in (0, 1], got \(topP).") }
@@ -41,12 +40,13 @@ extension KVBench {
         }
 
         func run() async throws {
+            let json = try output.resolved(Self.formats, in: "generate") == .json
             options.configureThreads()
             let weights = try options.loadWeights(fallback: "base")
             let tokenizer = try options.loadTokenizer(for: weights)
             let model = Transformer(weights: weights)
             let promptTokens = tokenizer.encode(prompt)
-            var sampler = try Sampler(topP < 1 ? .topP(topP, temperature: temperature) : .temperature(temperature), seed: seed)
+            var sampler = try Sampler(topP < 1 ? .topP(topP, temperature: temperature) : .temperature(temperature), seed: options.seedValue)
             var previous = promptTokens.last
             if !json { FileHandle.standardOutput.write(Data(tokenizer.decode(promptTokens).utf8)) }
             let out = try model.generate(prompt: promptTokens, maxNewTokens: maxTokens, sampler: &sampler,

@@ -41,13 +41,12 @@ extension KVBench {
         @Option(name: .long, help: "Token budget per response.")
         var maxTokens: Int = 160
 
-        @Option(name: .long, help: "Seed for sampling.")
-        var seed: UInt64 = 0
+        @OptionGroup var output: OutputOptions
 
-        @Flag(name: .long, help: "Print the figures as JSON.")
-        var json = false
+        static let formats: [OutputFormat] = [.text, .json]
 
         func validate() throws {
+            _ = try output.resolved(Self.formats, in: "guided")
             if responses < 2 { throw ValidationError("--responses must be at least 2 (the first one warms the masks), got \(responses).") }
             if maxTokens < 1 { throw ValidationError("--max-tokens must be at least 1, got \(maxTokens).") }
         }
@@ -68,22 +67,16 @@ extension KVBench {
         }
 
         func run() async throws {
+            let json = try output.resolved(Self.formats, in: "guided") == .json
             options.configureThreads()
-            let model: SystemLanguageModel
-            if let checkpoint = options.checkpoint {
-                guard let tokenizer = options.tokenizer else { throw ValidationError("--checkpoint needs --tokenizer.") }
-                model = SystemLanguageModel(checkpoint: URL(fileURLWithPath: checkpoint), tokenizer: URL(fileURLWithPath: tokenizer),
-                                            prefixStore: .memoryOnly(memoryByteLimit: 0))
-            } else {
-                model = SystemLanguageModel(named: options.model ?? "base", prefixStore: .memoryOnly(memoryByteLimit: 0))
-            }
+            let model = try options.sessionModel(fallback: "base", prefixStore: .memoryOnly(memoryByteLimit: 0))
             let loaded = try model.loaded()
             var warm: [UInt64] = [], first: [UInt64] = []
             var decodeSeconds = 0.0, decodeTokens = 0
             var valid = true
             for r in 0 ..< responses {
                 let session = LanguageModelSession(model: model, instructions: "You are a tennis coach.")
-                let sampling = GenerationOptions(samplingMode: .random(top: 40, seed: seed &+ UInt64(r)), temperature: 0.9,
+                let sampling = GenerationOptions(samplingMode: .random(top: 40, seed: options.seedValue &+ UInt64(r)), temperature: 0.9,
                                                  maximumResponseTokens: maxTokens)
                 let response = try await session.respond(to: "Summarize today's practice.", generating: GuidedBenchSummary.self,
                                                          options: sampling)

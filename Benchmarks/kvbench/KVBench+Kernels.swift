@@ -23,10 +23,13 @@ extension KVBench {
         @Flag(name: .long, help: "Also time each step of a layer alone at every prefill length.")
         var breakdown = false
 
-        @Flag(name: .long, help: "Print the results as JSON (fields documented in README.md).")
-        var json = false
+        @OptionGroup var output: OutputOptions
+
+        static let formats: [OutputFormat] = [.table, .json]
 
         func validate() throws {
+            try options.refuse([.seed], in: "kernels")   // inputs are fixed so runs compare
+            _ = try output.resolved(Self.formats, in: "kernels")
             if prefill.isEmpty || prefill.contains(where: { $0 < 1 }) {
                 throw ValidationError("--prefill needs positive token counts.")
             }
@@ -37,7 +40,8 @@ extension KVBench {
         func run() async throws {
             options.configureThreads()
             var models: [ModelWeights] = []
-            if options.model != nil || options.checkpoint != nil {
+            let format = try output.resolved(Self.formats, in: "kernels")
+            if options.model != nil || options.namesAFile {
                 models = [try options.loadWeights(fallback: "base")]
             } else {
                 let catalog = ModelCatalog.bundled
@@ -56,7 +60,7 @@ extension KVBench {
                                              sgemvGBps: sgemv))
             }
             let report = KernelReport(blas_core_type: LMRuntime.Kernels.blasCoreType, threads: LMRuntime.Kernels.threadCount, sgemv_gbps: sgemv, models: reports)
-            print(json ? try jsonText(report) : report.table)
+            print(format == .json ? try jsonText(report) : report.table)
         }
     }
 }

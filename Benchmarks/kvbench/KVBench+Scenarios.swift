@@ -10,14 +10,11 @@ extension KVBench {
         static let configuration = CommandConfiguration(
             abstract: "Run prefix-change scenarios on the public session API and compare cache reuse and latency.")
 
-        enum Format: String, ExpressibleByArgument, CaseIterable {
-            case table, json, csv, markdown
-        }
+        static let formats: [OutputFormat] = [.table, .json, .csv, .markdown]
 
         @OptionGroup var options: ModelOptions
 
-        @Option(name: .long, help: "Output format: \(Format.allCases.map(\.rawValue).joined(separator: ", ")).")
-        var format: Format = .table
+        @OptionGroup var output: OutputOptions
 
         @Option(name: .long, help: "Scenario to run (repeatable; default: all). See --list.")
         var scenario: [String] = []
@@ -28,14 +25,14 @@ extension KVBench {
         @Option(name: .long, help: "Tokens generated per response.")
         var responseTokens: Int = 12
 
-        @Option(name: .long, help: "Sampling seed (token counts are identical for a seed).")
-        var seed: UInt64 = 0
-
         @Option(name: .long, help: "Show a per-turn bar chart of reused vs recomputed tokens for this scenario.")
         var timeline: String?
 
-        @Option(name: .long, help: "Write an SVG chart (hit rate and TTFT per turn, one series per scenario) to this file.")
+        @Option(name: .long, help: "Write an SVG chart (one panel per scenario group: hit rate and TTFT per turn, prefill totals) to this file.")
         var svg: String?
+
+        @Option(name: .long, help: "Write a self-contained HTML report (machine, table, chart, invalidations) to this file.")
+        var html: String?
 
         @Flag(name: .long, help: "Run the smaller `small` model with 4 turns (about 30 s).")
         var quick = false
@@ -52,8 +49,12 @@ extension KVBench {
             for name in scenario + (timeline.map { [$0] } ?? []) where !names.contains(name) {
                 throw ValidationError("unknown scenario '\(name)'; run `kvbench scenarios --list` for the names.")
             }
-            if quick, options.model != nil || options.checkpoint != nil {
-                throw ValidationError("--quick picks the model itself; drop --model/--checkpoint or --quick.")
+            if quick, options.model != nil || options.namesAFile {
+                throw ValidationError("--quick picks the model itself; drop --model/--checkpoint/--gguf or --quick.")
+            }
+            let format = try output.resolved(Self.formats, in: "scenarios")
+            if timeline != nil, format == .json || format == .csv {
+                throw ValidationError("--timeline prints a text chart; it goes with --format table or markdown, not \(format.rawValue).")
             }
         }
 
@@ -63,9 +64,10 @@ extension KVBench {
                 return
             }
             options.configureThreads()
-            let model = try sessionModel()
+            let format = try output.resolved(Self.formats, in: "scenarios")
+            let model = try options.sessionModel(fallback: quick ? "small" : "base")
             let devices = (try? DeviceProfile.load(ModelCatalog.bundled.directory.appendingPathComponent("devices/profiles.json"))) ?? []
-            let runner = ScenarioRunner(model: model, turns: turns ?? (quick ? 4 : 6), seed: seed,
+            let runner = ScenarioRunner(model: model, turns: turns ?? (quick ? 4 : 6), seed: options.seedValue,
                                         responseTokens: responseTokens, devices: devices)
             var chosen = scenario.isEmpty ? ScenarioCatalog.all : scenario.compactMap(ScenarioCatalog.named)
             if let timeline, !chosen.contains(where: { $0.name == timeline }) { chosen += [ScenarioCatalog.named(timeline)!] }
@@ -90,7 +92,7 @@ extension KVBench {
             case .table: print(report.table())
             case .markdown: print(report.markdown())
             case .csv: print(report.csv(), terminator: "")
-            case .json: print(try jsonText(results.flatMap(\.turns)))
+            case .json, .text: print(try jsonText(results.flatMap(\.turns)))
             }
             if let timeline, let result = results.first(where: { $0.scenario.name == timeline }) {
                 print(report.timeline(result))
@@ -99,16 +101,11 @@ extension KVBench {
                 try SVGChart(results: results).render().write(toFile: svg, atomically: true, encoding: .utf8)
                 progress("wrote \(svg)")
             }
-        }
-
-        private func sessionModel() throws -> SystemLanguageModel {
-            if let checkpoint = options.checkpoint {
-                guard let tokenizer = options.tokenizer else {
-                    throw ValidationError("--checkpoint needs --tokenizer (with the session control pieces).")
-                }
-                return SystemLanguageModel(checkpoint: URL(fileURLWithPath: checkpoint), tokenizer: URL(fileURLWithPath: tokenizer))
+            if let html {
+                let page = HTMLReport(report: report, machine: .current, command: CommandLine.arguments.dropFirst().joined(separator: " "))
+                try page.render().write(toFile: html, atomically: true, encoding: .utf8)
+                progress("wrote \(html)")
             }
-            return SystemLanguageModel(named: quick ? "small" : options.model ?? "base")
         }
     }
 }

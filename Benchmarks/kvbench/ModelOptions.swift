@@ -1,8 +1,12 @@
 import ArgumentParser
 import Foundation
 import LMRuntime
+import LMSession
 
-/// Options shared by the subcommands that run a model.
+/// Options shared by the subcommands that run a model: where the model comes from, threads, seed.
+///
+/// A subcommand that cannot use one of them says so in its `validate()` (``refuse(_:in:)``)
+/// rather than ignoring it.
 struct ModelOptions: ParsableArguments {
     @Option(name: .long, help: "Bundled model config to use (a name from Models/, e.g. tiny, small, base).")
     var model: String?
@@ -13,34 +17,98 @@ struct ModelOptions: ParsableArguments {
     @Option(name: .long, help: "A llama2.c tokenizer.bin for --checkpoint.")
     var tokenizer: String?
 
+    @Option(name: .long, help: "A GGUF (version 3) llama model, with its vocabulary, to use instead of a bundled model.")
+    var gguf: String?
+
     @Option(name: .long, help: "Threads the runtime splits its work over (default: one per core).")
     var threads: Int?
 
+    @Option(name: .long, help: "Seed for sampling (default 0); the same seed gives the same tokens.")
+    var seed: UInt64?
+
+    /// The shared options, by their command-line names.
+    enum Name: String, CaseIterable {
+        case model, checkpoint, tokenizer, gguf, threads, seed
+    }
+
     func validate() throws {
-        if model != nil, checkpoint != nil { throw ValidationError("Use either --model or --checkpoint, not both.") }
+        let sources = [("--model", model), ("--checkpoint", checkpoint), ("--gguf", gguf)].filter { $0.1 != nil }.map(\.0)
+        if sources.count > 1 { throw ValidationError("Use one of \(sources.joined(separator: ", ")), not several.") }
         if tokenizer != nil, checkpoint == nil { throw ValidationError("--tokenizer goes with --checkpoint.") }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1, got \(threads).") }
     }
+
+    /// Rejects any of `unusable` that was given: `subcommand` has no use for it.
+    func refuse(_ unusable: [Name], in subcommand: String) throws {
+        let given: [Name: Bool] = [.model: model != nil, .checkpoint: checkpoint != nil, .tokenizer: tokenizer != nil,
+                                   .gguf: gguf != nil, .threads: threads != nil, .seed: seed != nil]
+        if let name = unusable.first(where: { given[$0] == true }) {
+            throw ValidationError("kvbench \(subcommand) does not use --\(name.rawValue); drop it.")
+        }
+    }
+
+    /// Whether the model is named by a file rather than a bundled config.
+    var namesAFile: Bool { checkpoint != nil || gguf != nil }
+
+    /// The seed, 0 when not given.
+    var seedValue: UInt64 { seed ?? 0 }
 
     /// Applies `--threads`.
     func configureThreads() {
         if let threads { LMRuntime.Kernels.threadCount = threads }
     }
 
-    /// The weights named by the options (`fallback` when neither --model nor --checkpoint is given).
+    /// The weights named by the options (`fallback` when no model is named).
     func loadWeights(fallback: String) throws -> ModelWeights {
         if let checkpoint { return try ModelWeights.checkpoint(at: URL(fileURLWithPath: checkpoint)) }
+        if let gguf { return try ModelWeights.gguf(at: URL(fileURLWithPath: gguf)) }
         let catalog = ModelCatalog.bundled
         return try catalog.weights(for: catalog.config(named: model ?? fallback))
     }
 
-    /// The tokenizer for `weights`: --tokenizer, or the one its bundled config names.
+    /// The tokenizer for `weights`: --tokenizer, the GGUF file's own, or the one its bundled config names.
     func loadTokenizer(for weights: ModelWeights) throws -> LMRuntime.Tokenizer {
         if let tokenizer {
             return try LMRuntime.Tokenizer(contentsOf: URL(fileURLWithPath: tokenizer), vocabSize: weights.config.vocabSize)
         }
+        if let gguf { return try LMRuntime.Tokenizer(ggufAt: URL(fileURLWithPath: gguf)) }
         guard checkpoint == nil else { throw ValidationError("--checkpoint needs --tokenizer to turn text into tokens.") }
         return try ModelCatalog.bundled.tokenizer(for: weights.config)
+    }
+
+    /// The model for the session API (`fallback` when no model is named).
+    func sessionModel(fallback: String, prefixStore: PrefixStore.Configuration = .standard) throws -> SystemLanguageModel {
+        if let checkpoint {
+            guard let tokenizer else { throw ValidationError("--checkpoint needs --tokenizer (with the session control pieces).") }
+            return SystemLanguageModel(checkpoint: URL(fileURLWithPath: checkpoint), tokenizer: URL(fileURLWithPath: tokenizer),
+                                       prefixStore: prefixStore)
+        }
+        if let gguf { return SystemLanguageModel(gguf: URL(fileURLWithPath: gguf), prefixStore: prefixStore) }
+        return SystemLanguageModel(named: model ?? fallback, prefixStore: prefixStore)
+    }
+}
+
+/// The output format of a subcommand.
+enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+    case text, table, json, csv, markdown
+}
+
+/// `--format`, with `--json` kept as its alias.
+struct OutputOptions: ParsableArguments {
+    @Option(name: .long, help: "Output format: text, table, json, csv or markdown (each subcommand names the ones it writes).")
+    var format: OutputFormat?
+
+    @Flag(name: .long, help: "Same as --format json.")
+    var json = false
+
+    /// The chosen format, checked against what `subcommand` can write (`supported`, default first).
+    func resolved(_ supported: [OutputFormat], in subcommand: String) throws -> OutputFormat {
+        if json, let format, format != .json { throw ValidationError("--json contradicts --format \(format.rawValue).") }
+        let chosen = json ? .json : format ?? supported[0]
+        guard supported.contains(chosen) else {
+            throw ValidationError("kvbench \(subcommand) writes --format \(supported.map(\.rawValue).joined(separator: ", ")); not \(chosen.rawValue).")
+        }
+        return chosen
     }
 }
 

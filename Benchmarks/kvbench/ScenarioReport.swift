@@ -23,14 +23,14 @@ struct ScenarioReport {
         return String(format: "%.0f", values[values.count / 2])
     }
 
-    private func row(_ r: ScenarioResult) -> [String] {
+    func row(_ r: ScenarioResult) -> [String] {
         ["\(r.scenario.group). \(r.scenario.name)", "\(r.turns.count)", "\(r.inputTokens)", "\(r.cachedTokens)",
          String(format: "%.0f%%", r.hitRate * 100), "\(r.recomputedTokens)", String(format: "%.0f", r.medianTTFT),
          String(format: "%.0f", r.worstTTFT), String(format: "%.0f", r.prefillTotal), relative(r)]
             + devices.map { projected(r, $0) }
     }
 
-    private var header: [String] { Self.columns + devices.map { "projected TTFT \($0) ms" } }
+    var header: [String] { Self.columns + devices.map { "projected TTFT \($0) ms" } }
 
     func table() -> String {
         let rows = results.map(row)
@@ -69,13 +69,9 @@ struct ScenarioReport {
                                     String(format: "%.3f", t.prefill_ms), String(format: "%.3f", t.ttft_ms),
                                     t.invalidated_at.map(String.init) ?? "", t.invalidated_segment ?? "",
                                     t.invalidation_reason ?? ""] + devices.map { t.projected_ttft_ms[$0].map { String(format: "%.3f", $0) } ?? "" }
-            out += fields.map(Self.csvField).joined(separator: ",") + "\n"
+            out += fields.map(TextTable.csvField).joined(separator: ",") + "\n"
         }
         return out
-    }
-
-    static func csvField(_ s: String) -> String {
-        s.contains(where: { ",\"\n".contains($0) }) ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
     }
 
     /// Per turn: a bar of reused (█) vs recomputed (░) tokens, scaled to the longest input.

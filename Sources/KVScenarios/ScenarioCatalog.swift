@@ -150,6 +150,26 @@ public enum ScenarioCatalog {
     /// The scenario named `name`.
     public static func named(_ name: String) -> Scenario? { all.first { $0.name == name } }
 
+    /// What the scenarios of `group` compare, in a few words (a chart's panel title).
+    public static func groupTitle(_ group: Int) -> String {
+        switch group {
+        case 1: "The baseline: stable instructions, append only"
+        case 2: "A changing line at the top of the instructions"
+        case 3: "The same line at the bottom instead"
+        case 4: "Dynamic instructions: where a conditional is declared"
+        case 5: "Tools: added midway vs declared up front"
+        case 6: "History transforms: stateless vs stateful"
+        case 7: "Near the context limit: trim vs consolidate"
+        case 8: "A new session's first turn: cold vs prewarmed"
+        case 9: "Restoring a saved conversation"
+        case 10: "Profile switches: once vs every turn"
+        case 11: "Ten short generations on one screen: shared prefix store"
+        case 12: "An app relaunch: recompute, prewarm or disk"
+        case 13: "Structured output: where the schema goes"
+        default: "Group \(group)"
+        }
+    }
+
     /// Scenarios small enough for `--quick`: one of each group.
     public static let quickNames = ["stable-append", "changing-top", "conditional-last", "strip-debug", "first-turn-prewarm",
                                     "focus-messages-shared", "relaunch-disk"]
