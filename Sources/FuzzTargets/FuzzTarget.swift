@@ -20,6 +20,12 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case responseCacheEntry = "response-cache-entry"
     /// A prefix-store file, restored by a store on its directory.
     case prefixStoreFile = "prefix-store-file"
+    /// A GGUF model file: header, metadata, tensor directory, vocabulary; a loadable model runs a step.
+    case gguf
+    /// `GeneratedContent` JSON, complete and as a stream's partial text; serialising is checked to be stable.
+    case generatedContent = "generated-content"
+    /// A generation schema as JSON Schema: decoded, re-encoded, and used to guide a response on `tiny`.
+    case generationSchema = "generation-schema"
 
     /// Runs one input.
     public func run(_ data: Data) {
@@ -30,6 +36,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .transcript: Self.transcript(data)
         case .responseCacheEntry: Self.responseCacheEntry(data)
         case .prefixStoreFile: Self.prefixStoreFile(data)
+        case .gguf: Self.gguf(data)
+        case .generatedContent: Self.generatedContent(data)
+        case .generationSchema: Self.generationSchema(data)
         }
     }
 
@@ -112,5 +121,44 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let cache = GrowingKVCache(layerCount: c.layerCount, kvDim: c.kvDim, capacity: c.contextLength)
         store.restore(into: cache, tokens: storeTokens + [1], boundaries: [storeTokens.count])
         try? FileManager.default.removeItem(at: file)
+    }
+
+    static func gguf(_ data: Data) {
+        guard let file = try? GGUFFile(data: data) else { return }
+        let tokenizer = try? Tokenizer(gguf: file)
+        guard let weights = try? ModelWeights.gguf(data: data, memoryLimit: memoryLimit),
+              weights.config.parameterCount <= 1 << 20 else { return }
+        let model = Transformer(weights: weights)
+        let tokens = tokenizer?.encode("Fuzz") ?? [0]
+        guard tokens.allSatisfy({ $0 < weights.config.vocabSize }) else { return }
+        _ = try? model.forward(Array(tokens.prefix(weights.config.contextLength)), cache: model.makeCache())
+    }
+
+    static func generatedContent(_ data: Data) {
+        let text = String(decoding: data, as: UTF8.self)
+        if let content = try? GeneratedContent(json: text) {
+            // What the package writes it must read back, to the same text.
+            guard let again = try? GeneratedContent(json: content.jsonString) else {
+                fatalError("jsonString of parsed content does not parse: \(content.jsonString)")
+            }
+            precondition(again.jsonString == content.jsonString, "jsonString is not stable: \(content.jsonString)")
+        }
+        _ = try? GeneratedContent.partial(json: Array(data))
+    }
+
+    static func generationSchema(_ data: Data) {
+        guard let schema = try? JSONDecoder().decode(GenerationSchema.self, from: data) else { return }
+        guard let encoded = try? JSONEncoder().encode(schema) else { fatalError("a decoded schema does not encode") }
+        guard let again = try? JSONDecoder().decode(GenerationSchema.self, from: encoded) else {
+            fatalError("an encoded schema does not decode: \(String(decoding: encoded, as: UTF8.self))")
+        }
+        precondition(again == schema, "schema changed in a JSON round trip")
+        let session = LanguageModelSession(model: tiny)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            _ = try? await session.respond(to: "Go.", schema: schema, options: GenerationOptions(maximumResponseTokens: 24))
+            done.signal()
+        }
+        done.wait()
     }
 }

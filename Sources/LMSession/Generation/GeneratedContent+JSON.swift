@@ -12,7 +12,7 @@ extension GeneratedContent {
     /// The part of a JSON value that `text` holds, as content whose unfinished values have
     /// ``isComplete`` false: what a streamed structured response shows so far. `nil` when
     /// no value has started.
-    static func partial(json text: [UInt8]) throws -> GeneratedContent? {
+    package static func partial(json text: [UInt8]) throws -> GeneratedContent? {
         var reader = JSONReader(text, partial: true)
         return try reader.value()
     }

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Writes the GGUF seed inputs in Fuzz/corpus/gguf: three tiny llama models (F32, F16, Q8_0) with a
+260-token vocabulary, small enough for libFuzzer to mutate. Run from the repository root."""
+import struct
+
+def s(text):
+    b = text.encode()
+    return struct.pack("<Q", len(b)) + b
+
+def kv_u32(key, v): return s(key) + struct.pack("<II", 4, v)
+def kv_f32(key, v): return s(key) + struct.pack("<If", 6, v)
+def kv_str(key, v): return s(key) + struct.pack("<I", 8) + s(v)
+def kv_strs(key, vs): return s(key) + struct.pack("<IIQ", 9, 8, len(vs)) + b"".join(s(v) for v in vs)
+def kv_f32s(key, vs): return s(key) + struct.pack("<IIQ", 9, 6, len(vs)) + b"".join(struct.pack("<f", v) for v in vs)
+
+def encode(values, kind, cols):
+    if kind == 0: return b"".join(struct.pack("<f", v) for v in values)
+    if kind == 1: return b"".join(struct.pack("<e", v) for v in values)
+    out = b""   # Q8_0: per 32 values a half scale and 32 int8
+    for i in range(0, len(values), 32):
+        block = values[i:i + 32]
+        d = max(abs(v) for v in block) / 127
+        inv = 0 if d == 0 else 1 / d
+        out += struct.pack("<e", d) + bytes((round(v * inv)) & 0xFF for v in block)
+    return out
+
+def model(kind, dim, hidden):
+    tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] + ["\u2581a"]
+    meta = [kv_str("general.architecture", "llama"), kv_u32("llama.embedding_length", dim),
+            kv_u32("llama.feed_forward_length", hidden), kv_u32("llama.block_count", 1),
+            kv_u32("llama.attention.head_count", 2), kv_u32("llama.attention.head_count_kv", 1),
+            kv_u32("llama.context_length", 16), kv_f32("llama.rope.freq_base", 10000.0),
+            kv_str("tokenizer.ggml.model", "llama"), kv_strs("tokenizer.ggml.tokens", tokens),
+            kv_f32s("tokenizer.ggml.scores", [0.0] * len(tokens))]
+    kv = dim // 2
+    shapes = [("token_embd.weight", [dim, len(tokens)]), ("blk.0.attn_norm.weight", [dim]),
+              ("blk.0.attn_q.weight", [dim, dim]), ("blk.0.attn_k.weight", [dim, kv]), ("blk.0.attn_v.weight", [dim, kv]),
+              ("blk.0.attn_output.weight", [dim, dim]), ("blk.0.ffn_norm.weight", [dim]),
+              ("blk.0.ffn_gate.weight", [dim, hidden]), ("blk.0.ffn_up.weight", [dim, hidden]),
+              ("blk.0.ffn_down.weight", [hidden, dim]), ("output_norm.weight", [dim])]
+    infos, blobs, offset = b"", [], 0
+    for n, (name, dims) in enumerate(shapes):
+        count = 1
+        for d in dims: count *= d
+        t = 0 if len(dims) == 1 else kind
+        blob = encode([((n * 7 + i * 13) % 29 - 14) / 50 for i in range(count)], t, dims[0])
+        infos += s(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<IQ", t, offset)
+        blobs.append(blob)
+        offset += (len(blob) + 31) // 32 * 32
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(shapes), len(meta)) + b"".join(meta) + infos
+    for blob in blobs:
+        out += b"\0" * ((32 - len(out) % 32) % 32) + blob
+    return out
+
+for name, kind, dim, hidden in [("f32", 0, 8, 8), ("f16", 1, 8, 12), ("q8_0", 8, 32, 32)]:
+    open("Fuzz/corpus/gguf/%s.gguf" % name, "wb").write(model(kind, dim, hidden))
