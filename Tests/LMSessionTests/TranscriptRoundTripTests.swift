@@ -1,0 +1,88 @@
+import Foundation
+import LMRuntime
+import LMSession
+import LMTestSupport
+import Testing
+
+/// A saved transcript reads back as it was: every entry kind, awkward text, nested tool
+/// arguments, structured responses and response formats, identifiers included.
+struct TranscriptRoundTripTests {
+    struct Maker {
+        var rng: SeededGenerator
+
+        mutating func int(_ n: Int) -> Int { Int(rng.next() % UInt64(n)) }
+
+        mutating func text() -> String {
+            let pieces = ["a", "Ünïcödé", "日本", "🙂", "\"", "\\", "\n", "\t", "\u{0}", "\u{1F}", " ", "}", "{\"x\":1}", "<|user|>", "\u{2028}"]
+            return (0 ..< int(8)).map { _ in pieces[int(pieces.count)] }.joined()
+        }
+
+        mutating func content(depth: Int = 0) -> GeneratedContent {
+            switch depth > 2 ? int(4) : int(6) {
+            case 0: return GeneratedContent(kind: .null)
+            case 1: return GeneratedContent(kind: .bool(int(2) == 0))
+            case 2:
+                let numbers: [Double] = [0, -1, 42, 3.25, -0.001, 1e20, 123_456_789, Double(int(1000)) / 8]
+                return GeneratedContent(kind: .number(numbers[int(numbers.count)]))
+            case 3: return GeneratedContent(kind: .string(text()))
+            case 4: return GeneratedContent(kind: .array((0 ..< int(4)).map { _ in content(depth: depth + 1) }))
+            default:
+                var keys: [String] = []
+                for _ in 0 ..< int(4) {
+                    let key = "k\(int(50))" + text().prefix(3)
+                    if !keys.contains(key) { keys.append(key) }
+                }
+                var properties: [String: GeneratedContent] = [:]
+                for key in keys { properties[key] = content(depth: depth + 1) }
+                return GeneratedContent(kind: .structure(properties: properties, orderedKeys: keys))
+            }
+        }
+
+        static let schemas = [
+            #"{"type":"object","title":"Plan","properties":{"days":{"type":"integer","minimum":1,"maximum":7},"note":{"type":"string","pattern":"[a-z]+"}},"required":["days"],"x-order":["days","note"]}"#,
+            #"{"type":"array","items":{"type":"string","enum":["a","b"]},"minItems":1,"maxItems":3}"#,
+        ]
+
+        mutating func format() -> Transcript.ResponseFormat? {
+            guard int(3) == 0 else { return nil }
+            let schema = try! JSONDecoder().decode(GenerationSchema.self, from: Data(Self.schemas[int(2)].utf8))
+            return Transcript.ResponseFormat(schema: schema, isIncludedInPrompt: int(2) == 0)
+        }
+
+        mutating func entry() -> Transcript.Entry {
+            let id = "id-\(int(1_000_000))-" + text()
+            switch int(6) {
+            case 0:
+                let tools = (0 ..< int(3)).map { i in
+                    Transcript.ToolDefinition(name: "tool\(i)", description: text(), argumentsSchema: #"{"type":"object"}"#)
+                }
+                return .instructions(.init(id: id, texts: (0 ..< int(4)).map { _ in text() }, toolDefinitions: tools))
+            case 1: return .prompt(.init(id: id, text: text(), responseFormat: format()))
+            case 2:
+                let calls = (0 ..< 1 + int(3)).map { _ in Transcript.ToolCall(toolName: "tool\(int(3))", arguments: content()) }
+                return .toolCalls(.init(id: id, calls: calls, tokenIDs: int(2) == 0 ? nil : (0 ..< int(6)).map { _ in int(4096) }))
+            case 3: return .toolOutput(.init(id: id, toolName: "tool\(int(3))", text: text()))
+            case 4:
+                let structure = int(2) == 0 ? nil : Transcript.StructuredSegment(source: "Plan", content: content())
+                return .response(.init(id: id, text: text(), tokenIDs: (0 ..< int(8)).map { _ in int(4096) }, structure: structure))
+            default: return .reasoning(.init(id: id, segments: [.text(.init(content: text()))]))
+            }
+        }
+    }
+
+    @Test func transcript_jsonRoundTripsGeneratedTranscripts() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys   // dictionaries have no order of their own
+        for seed in 0 ..< 200 as Range<UInt64> {
+            var maker = Maker(rng: SeededGenerator(seed: seed))
+            let transcript = Transcript(entries: (0 ..< maker.int(9)).map { _ in maker.entry() })
+            let data = try encoder.encode(transcript)
+            let back = try JSONDecoder().decode(Transcript.self, from: data)
+            #expect(back == transcript, "seed \(seed)")
+            #expect(back.map(\.id) == transcript.map(\.id), "seed \(seed): identifiers")
+            // And the encoding itself is stable: encoding what was read gives the same bytes.
+            #expect(try encoder.encode(back) == data, "seed \(seed)")
+            if back != transcript { return }
+        }
+    }
+}
