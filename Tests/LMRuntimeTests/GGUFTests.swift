@@ -23,6 +23,9 @@ struct HandGGUF {
     mutating func floats(_ key: String, _ v: [Float]) {
         metadata.append((key, 9, Self.le(UInt32(6)) + Self.le(UInt64(v.count)) + v.flatMap { Self.le($0.bitPattern) }))
     }
+    mutating func ints(_ key: String, _ v: [Int32]) {
+        metadata.append((key, 9, Self.le(UInt32(5)) + Self.le(UInt64(v.count)) + v.flatMap { Self.le($0) }))
+    }
     mutating func f32Tensor(_ name: String, _ dims: [Int], _ values: [Float]) {
         tensors.append((name, dims.map(UInt64.init), 0, values.flatMap { Self.le($0.bitPattern) }))
     }
@@ -248,6 +251,12 @@ struct GGUFTests {
             "tokenizer.ggml.bos_token_id is 5; this tokenizer needs 1"))
         #expect(vocabulary { $0.floats("tokenizer.ggml.scores", [1, 2]) }.map { "\($0)".contains("2 scores for 260 tokens") } == true)
         #expect(vocabulary { $0.metadata.removeAll() } == .missingKey("tokenizer.ggml.model"))
+        #expect(vocabulary { $0.ints("tokenizer.ggml.token_type", [Int32](repeating: 1, count: 260)) } == nil)
+        if case let .invalidField(field, _, _)? = vocabulary({ $0.ints("tokenizer.ggml.token_type", [1, 2]) }) {
+            #expect(field == "tokenizer.ggml.token_type")
+        } else { Issue.record("token types that do not match the tokens must be refused") }
+        if case .invalidField? = vocabulary({ $0.ints("tokenizer.ggml.token_type", [Int32](repeating: 9, count: 260)) }) {}
+        else { Issue.record("an unknown token type must be refused") }
         if case .unsupportedVocabulary = vocabulary({ g in
             g.metadata[1] = ("tokenizer.ggml.tokens", 9, HandGGUF.le(UInt32(8)) + HandGGUF.le(UInt64(3)) + ["a", "b", "c"].flatMap(HandGGUF.str))
         }) {} else { Issue.record("a vocabulary without byte pieces must be refused") }

@@ -35,6 +35,13 @@ extension Tokenizer {
                 scores[i] = Float(score)
             }
         }
+        if let types = try file.array("tokenizer.ggml.token_type") {
+            // SentencePiece token types 1...6 (normal, unknown, control, user-defined, unused, byte), one per token.
+            guard types.count == pieces.count, types.allSatisfy({ (1 ... 6).contains($0.intValue ?? 0) }) else {
+                throw .invalidField(field: "tokenizer.ggml.token_type", byteOffset: file.offset(of: "tokenizer.ggml.token_type"),
+                                    reason: "needs one type in 1...6 per token (\(pieces.count))")
+            }
+        }
         for (key, expected) in [("tokenizer.ggml.unknown_token_id", Self.unknown), ("tokenizer.ggml.bos_token_id", Self.bos),
                                 ("tokenizer.ggml.eos_token_id", Self.eos)] where file.metadata[key] != nil {
             let id = try file.integer(key)
