@@ -38,15 +38,23 @@ static inline float exp_portable(float x) {
     return y * scale;
 }
 
-float kv_exp_shifted_sum_portable(float *x, ptrdiff_t n) {
+float kv_max_portable(const float *x, ptrdiff_t n) {
     float max = x[0];
     for (ptrdiff_t i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
+    return max;
+}
+
+float kv_exp_sub_sum_portable(float *x, ptrdiff_t n, float shift) {
     float sum = 0;
     for (ptrdiff_t i = 0; i < n; i++) {
-        x[i] = exp_portable(x[i] - max);
+        x[i] = exp_portable(x[i] - shift);
         sum += x[i];
     }
     return sum;
+}
+
+float kv_exp_shifted_sum_portable(float *x, ptrdiff_t n) {
+    return kv_exp_sub_sum_portable(x, n, kv_max_portable(x, n));
 }
 
 void kv_swiglu_portable(float *gate, const float *up, ptrdiff_t n) {
@@ -94,12 +102,17 @@ KV_AVX2_INLINE float max8(__m256 v) {
     return _mm_cvtss_f32(m);
 }
 
-KV_AVX2 static float exp_shifted_sum_avx2(float *x, ptrdiff_t n) {
+KV_AVX2 static float max_avx2(const float *x, ptrdiff_t n) {
     ptrdiff_t end = n - n % 8, i;
     __m256 maxv = _mm256_set1_ps(-INFINITY);
     for (i = 0; i < end; i += 8) maxv = _mm256_max_ps(maxv, _mm256_loadu_ps(x + i));
     float max = max8(maxv);
     for (i = end; i < n; i++) max = x[i] > max ? x[i] : max;
+    return max;
+}
+
+KV_AVX2 static float exp_sub_sum_avx2(float *x, ptrdiff_t n, float max) {
+    ptrdiff_t end = n - n % 8, i;
     __m256 m = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
     for (i = 0; i < end; i += 8) {
         __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
@@ -113,6 +126,8 @@ KV_AVX2 static float exp_shifted_sum_avx2(float *x, ptrdiff_t n) {
     }
     return sum;
 }
+
+KV_AVX2 static float exp_shifted_sum_avx2(float *x, ptrdiff_t n) { return exp_sub_sum_avx2(x, n, max_avx2(x, n)); }
 
 KV_AVX2 static void swiglu_avx2(float *gate, const float *up, ptrdiff_t n) {
     ptrdiff_t end = n - n % 8, i;
@@ -151,6 +166,8 @@ __attribute__((constructor)) static void detect_avx2(void) {
 #else
 static const int has_avx2 = 0;
 static float exp_shifted_sum_avx2(float *x, ptrdiff_t n) { return kv_exp_shifted_sum_portable(x, n); }
+static float max_avx2(const float *x, ptrdiff_t n) { return kv_max_portable(x, n); }
+static float exp_sub_sum_avx2(float *x, ptrdiff_t n, float s) { return kv_exp_sub_sum_portable(x, n, s); }
 static void swiglu_avx2(float *g, const float *u, ptrdiff_t n) { kv_swiglu_portable(g, u, n); }
 static void rmsnorm_avx2(float *d, const float *x, const float *w, ptrdiff_t n, float e) { kv_rmsnorm_portable(d, x, w, n, e); }
 #endif
@@ -159,6 +176,14 @@ int kv_uses_avx2(void) { return has_avx2; }
 
 float kv_exp_shifted_sum(float *x, ptrdiff_t n) {
     return has_avx2 ? exp_shifted_sum_avx2(x, n) : kv_exp_shifted_sum_portable(x, n);
+}
+
+float kv_max(const float *x, ptrdiff_t n) {
+    return has_avx2 ? max_avx2(x, n) : kv_max_portable(x, n);
+}
+
+float kv_exp_sub_sum(float *x, ptrdiff_t n, float shift) {
+    return has_avx2 ? exp_sub_sum_avx2(x, n, shift) : kv_exp_sub_sum_portable(x, n, shift);
 }
 
 void kv_swiglu(float *gate, const float *up, ptrdiff_t n) {

@@ -53,9 +53,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     }()
 
     static func checkpoint(_ data: Data) {
-        let url = scratch.appendingPathComponent("model.bin")
-        guard (try? data.write(to: url)) != nil else { return }
-        _ = try? ModelWeights.checkpoint(at: url, memoryLimit: memoryLimit)
+        _ = try? ModelWeights.checkpoint(data: data, path: "fuzz.bin", memoryLimit: memoryLimit)
     }
 
     static func tokenizer(_ data: Data) {

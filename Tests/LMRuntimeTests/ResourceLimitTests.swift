@@ -30,8 +30,9 @@ struct ResourceLimitTests {
     }
 
     @Test func checkpoint_refusesAHeaderWithAContextThatWouldNotFit() throws {
-        // A valid small checkpoint whose header claims a 1M-token context: the file is ~1 MB,
-        // running it would need a 5 GB cache. With a 1 GB limit it is refused before allocating.
+        // A valid small checkpoint whose header claims a 1M-token context: the file is ~140 KB,
+        // running it would need 268 MB of K/V and 32 MB of RoPE tables. With a 128 MB limit it is
+        // refused before anything is allocated.
         var config = Fixtures.tinyConfig(contextLength: 64)
         let small = try ModelWeights.synthetic(config, seed: 3)
         config.contextLength = 1 << 20
@@ -41,8 +42,8 @@ struct ResourceLimitTests {
         let url = Fixtures.temporaryFile("long-context.bin")
         try data.write(to: url)
         defer { try? FileManager.default.removeItem(at: url) }
-        #expect(throws: ModelLoadError.self) { try ModelWeights.checkpoint(at: url, memoryLimit: Self.gigabyte) }
-        do { _ = try ModelWeights.checkpoint(at: url, memoryLimit: Self.gigabyte) } catch let error as ModelLoadError {
+        #expect(throws: ModelLoadError.self) { try ModelWeights.checkpoint(at: url, memoryLimit: 128 << 20) }
+        do { _ = try ModelWeights.checkpoint(at: url, memoryLimit: 128 << 20) } catch let error as ModelLoadError {
             guard case .exceedsMemoryLimit = error else { Issue.record("\(error)"); return }
         }
     }
@@ -52,9 +53,13 @@ struct ResourceLimitTests {
         let normal = base.resourceEstimate()
         base.contextLength = 1 << 20
         let long = base.resourceEstimate()
-        // Activation scratch is sized by the batch; only attention's score rows follow the context.
-        let attentionRows = min(Kernels.workerCount, base.kvHeadCount) * base.headCount / base.kvHeadCount * Kernels.attentionBlockRows
-        #expect(long.scratchBytes - normal.scratchBytes == attentionRows * ((1 << 20) - 4096) * 4)
+        // Scratch is sized by the batch and one tile of keys: the context does not change it.
+        #expect(long.scratchBytes == normal.scratchBytes)
+        func scratch(_ context: Int) -> Int {
+            AttentionScratch(headCount: 12, kvHeadCount: 4, headDim: 64, contextLength: context, workers: 2).byteCount
+        }
+        #expect(scratch(1 << 20) == scratch(4096))
+        #expect(scratch(4096) == 2 * 3 * Kernels.attentionBlockRows * (Kernels.attentionKeyTile + 2 * 64 + 2) * 4)
         #expect(long.contextKVBytes == 2 * 12 * 256 * (1 << 20) * 4)
         #expect(throws: ModelLoadError.self) { try ModelWeights.synthetic(base, seed: 42, memoryLimit: 16 * Self.gigabyte) }
     }

@@ -13,7 +13,13 @@ extern "C" {
 #endif
 
 /// Replaces x[i] by exp(x[i] - max(x)) for i < n (n >= 1) and returns the sum of the results.
+/// The same as kv_exp_sub_sum(x, n, kv_max(x, n)), bit for bit.
 float kv_exp_shifted_sum(float *x, ptrdiff_t n);
+/// The largest of x[0..<n] (n >= 1).
+float kv_max(const float *x, ptrdiff_t n);
+/// Replaces x[i] by exp(x[i] - shift) for i < n and returns the sum of the results
+/// (a softmax over several tiles of scores shares one shift).
+float kv_exp_sub_sum(float *x, ptrdiff_t n, float shift);
 /// gate[i] = silu(gate[i]) * up[i] = gate[i] / (1 + exp(-gate[i])) * up[i], for i < n.
 void kv_swiglu(float *gate, const float *up, ptrdiff_t n);
 /// dst[i] = weight[i] * x[i] / sqrt(mean(x²) + epsilon), for i < n (n >= 1); dst may be x.
@@ -21,6 +27,8 @@ void kv_rmsnorm(float *dst, const float *x, const float *weight, ptrdiff_t n, fl
 
 /// The portable bodies (no instruction-set extensions).
 float kv_exp_shifted_sum_portable(float *x, ptrdiff_t n);
+float kv_max_portable(const float *x, ptrdiff_t n);
+float kv_exp_sub_sum_portable(float *x, ptrdiff_t n, float shift);
 void kv_swiglu_portable(float *gate, const float *up, ptrdiff_t n);
 void kv_rmsnorm_portable(float *dst, const float *x, const float *weight, ptrdiff_t n, float epsilon);
 

@@ -1,3 +1,4 @@
+import CKernels
 import Foundation
 
 /// Scratch for ``Kernels/causalAttention(queries:keys:values:output:scratch:headCount:kvHeadCount:)``,
@@ -5,25 +6,29 @@ import Foundation
 public struct AttentionScratch: Sendable {
     /// Worker count the scratch has room for.
     public let workers: Int
-    let scores: Matrix    // [workers * group * blockRows, contextLength]
+    let scores: Matrix    // [workers * group * blockRows, min(contextLength, attentionKeyTile)]
     let queries: Matrix   // [workers * group * blockRows, headDim]
     let outputs: Matrix   // [workers * group * blockRows, headDim]
-    let inverseSums: Matrix   // [workers * group * blockRows, 1]: 1 / Σ exp per score row
+    let rowStats: Matrix  // [workers * group * blockRows, 2]: running max and Σ exp per score row
     let rowsPerWorker: Int
 
-    /// Scratch for a model with `headCount / kvHeadCount` query heads per K/V head.
+    /// Scratch for a model with `headCount / kvHeadCount` query heads per K/V head. Its size
+    /// does not grow with the context beyond one tile of keys (``Kernels/attentionKeyTile``).
     public init(headCount: Int, kvHeadCount: Int, headDim: Int, contextLength: Int, workers: Int) {
         self.workers = max(1, min(workers, kvHeadCount))
         rowsPerWorker = headCount / kvHeadCount * Kernels.attentionBlockRows
-        scores = .zeros(rows: self.workers * rowsPerWorker, cols: contextLength)
+        scores = .zeros(rows: self.workers * rowsPerWorker, cols: min(contextLength, Kernels.attentionKeyTile))
         queries = .zeros(rows: self.workers * rowsPerWorker, cols: headDim)
         outputs = .zeros(rows: self.workers * rowsPerWorker, cols: headDim)
-        inverseSums = .zeros(rows: self.workers * rowsPerWorker, cols: 1)
+        rowStats = .zeros(rows: self.workers * rowsPerWorker, cols: 2)
     }
 
-    func slice(_ worker: Int) -> (scores: Matrix, queries: Matrix, outputs: Matrix, inverseSums: Matrix) {
+    /// Bytes the scratch holds.
+    public var byteCount: Int { [scores, queries, outputs, rowStats].map { $0.rows * $0.cols * 4 }.reduce(0, +) }
+
+    func slice(_ worker: Int) -> (scores: Matrix, queries: Matrix, outputs: Matrix, rowStats: Matrix) {
         let rows = worker * rowsPerWorker ..< (worker + 1) * rowsPerWorker
-        return (scores.rows(rows), queries.rows(rows), outputs.rows(rows), inverseSums.rows(rows))
+        return (scores.rows(rows), queries.rows(rows), outputs.rows(rows), rowStats.rows(rows))
     }
 }
 
@@ -31,6 +36,12 @@ extension Kernels {
     /// Query positions per attention block: the causal mask wastes at most half a block
     /// of scores per row, and the GQA group stacks `group` blocks into one GEMM.
     package static let attentionBlockRows = 64
+
+    /// Keys per score tile: attention walks the visible keys in tiles this long, keeping a
+    /// running maximum and sum per row (an online softmax), so its scratch is sized by the
+    /// batch and this tile, never by the context. Tiles start at absolute key positions, so a
+    /// query's arithmetic does not depend on how its batch was split.
+    package static let attentionKeyTile = 512
 
     /// Causal grouped-query attention of `T` new queries against every cached key.
     ///
@@ -44,20 +55,20 @@ extension Kernels {
     ///   - keys: `[P + T, kvHeadCount * headDim]` (cache rows, the new ones included).
     ///   - values: same shape as `keys`.
     ///   - output: `[T, headCount * headDim]`, overwritten.
-    ///   - scratch: sized for this model; its score rows are at least `P + T` long.
+    ///   - scratch: sized for this model.
     ///   - headCount: query heads; a multiple of `kvHeadCount`.
     ///   - kvHeadCount: key/value heads; query head `h` reads K/V head `h / (headCount / kvHeadCount)`.
     package static func causalAttention(queries: Matrix, keys: Matrix, values: Matrix, output: Matrix,
                                        scratch: AttentionScratch, headCount: Int, kvHeadCount: Int) {
         let t = queries.rows, group = headCount / kvHeadCount, headDim = queries.cols / headCount
         precondition(keys.rows >= t && values.rows == keys.rows && output.rows == t, "attention shape mismatch")
-        precondition(scratch.scores.cols >= keys.rows && scratch.rowsPerWorker == group * attentionBlockRows
+        precondition(scratch.scores.cols >= min(keys.rows, attentionKeyTile) && scratch.rowsPerWorker == group * attentionBlockRows
             && scratch.queries.cols == headDim, "attention scratch does not fit")
         // Parallel heads pay off once a head's work outweighs a hand-off to the pool's spinning
         // helpers (a few microseconds): from about two thousand query-key pairs per head.
         let workers = t * keys.rows >= 2_048 ? min(scratch.workers, threadCount) : 1
         parallelWorkers(workers) { worker in
-            let (scores, stackedQueries, stackedOutputs, inverseSums) = scratch.slice(worker)
+            let (scores, stackedQueries, stackedOutputs, rowStats) = scratch.slice(worker)
             for kvHead in stride(from: worker, to: kvHeadCount, by: workers) {
                 let kvCols = kvHead * headDim ..< (kvHead + 1) * headDim
                 for start in stride(from: 0, to: t, by: attentionBlockRows) {
@@ -70,7 +81,7 @@ extension Kernels {
                     }
                     attendBlock(queries: stackedQueries.rows(0 ..< stacked), firstPosition: keys.rows - t + start,
                                 blockRows: rows.count, keys: keys.columns(kvCols), values: values.columns(kvCols),
-                                output: stackedOutputs.rows(0 ..< stacked), scores: scores, inverseSums: inverseSums)
+                                output: stackedOutputs.rows(0 ..< stacked), scores: scores, rowStats: rowStats)
                     for i in 0 ..< group {
                         let head = kvHead * group + i
                         copy(stackedOutputs.rows(i * rows.count ..< (i + 1) * rows.count),
@@ -84,23 +95,47 @@ extension Kernels {
     /// Stacked queries (row `r` is position `firstPosition + r % blockRows`) against keys/values
     /// `[≥ firstPosition + blockRows, headDim]`; writes `output` `[rows, headDim]`.
     ///
-    /// The weights are left unnormalised (`exp(s - max)`); each output row is divided by its
-    /// sum after the value GEMM, which saves a pass over the scores.
+    /// Keys go by in tiles of ``attentionKeyTile``. Per tile: one score GEMM, then per row the
+    /// tile's maximum, `exp(s - max)` and its sum; when a row's maximum grows, its output so far
+    /// and its sum are scaled by `exp(old - new)`; then one value GEMM adds the tile. The weights
+    /// are left unnormalised; each output row is divided by its sum at the end. With one tile
+    /// (contexts up to the tile) this is plain softmax attention, operation for operation.
     private static func attendBlock(queries: Matrix, firstPosition: Int, blockRows: Int, keys: Matrix,
-                                    values: Matrix, output: Matrix, scores: Matrix, inverseSums: Matrix) {
+                                    values: Matrix, output: Matrix, scores: Matrix, rowStats: Matrix) {
         let visible = firstPosition + blockRows
-        let block = scores.rows(0 ..< queries.rows).columns(0 ..< visible)
         let scale = 1 / Float(queries.cols).squareRoot()
-        matmul(queries, transposed: keys.rows(0 ..< visible), into: block, alpha: scale)
-        for r in 0 ..< queries.rows {
-            let allowed = firstPosition + r % blockRows + 1   // causal: a position sees keys up to itself
-            let row = block.base + r * block.rowStride
-            inverseSums.base[r] = 1 / exponentiate(row, count: allowed)
-            if allowed < visible { (row + allowed).update(repeating: 0, count: visible - allowed) }
+        for tileStart in stride(from: 0, to: visible, by: attentionKeyTile) {
+            let tile = tileStart ..< min(visible, tileStart + attentionKeyTile)
+            let block = scores.rows(0 ..< queries.rows).columns(0 ..< tile.count)
+            matmul(queries, transposed: keys.rows(tile), into: block, alpha: scale)
+            for r in 0 ..< queries.rows {
+                let allowed = firstPosition + r % blockRows + 1 - tileStart   // causal: keys up to the query's own
+                let row = block.base + r * block.rowStride, stats = rowStats.base + r * rowStats.rowStride
+                let live = max(0, min(allowed, tile.count))
+                if live > 0 {
+                    let tileMax = kv_max(row, live)
+                    if tileStart == 0 {
+                        stats[0] = tileMax
+                        stats[1] = kv_exp_sub_sum(row, live, tileMax)
+                    } else {
+                        let newMax = max(stats[0], tileMax)
+                        let sum = kv_exp_sub_sum(row, live, newMax)
+                        if newMax > stats[0] {
+                            let factor = Foundation.expf(stats[0] - newMax)
+                            stats[1] *= factor
+                            let out = output.base + r * output.rowStride
+                            for c in 0 ..< output.cols { out[c] *= factor }
+                        }
+                        stats[0] = newMax
+                        stats[1] += sum
+                    }
+                }
+                if live < tile.count { (row + live).update(repeating: 0, count: tile.count - live) }
+            }
+            matmul(block, values.rows(tile), into: output, beta: tileStart == 0 ? 0 : 1)
         }
-        matmul(block, values.rows(0 ..< visible), into: output)
         for r in 0 ..< output.rows {
-            let row = output.base + r * output.rowStride, inverse = inverseSums.base[r]
+            let row = output.base + r * output.rowStride, inverse = 1 / rowStats.base[r * rowStats.rowStride + 1]
             for c in 0 ..< output.cols { row[c] *= inverse }
         }
     }

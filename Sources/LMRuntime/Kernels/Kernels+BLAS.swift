@@ -68,21 +68,21 @@ package enum Kernels {
         }
     }
 
-    /// `c = a · b`: mixes value rows by attention weights.
+    /// `c = a · b + beta · c`: mixes value rows by attention weights.
     /// - Parameters:
     ///   - a: weights `[M, K]`.
     ///   - b: values `[K, N]`.
-    ///   - c: output `[M, N]`, overwritten.
-    package static func matmul(_ a: Matrix, _ b: Matrix, into c: Matrix) {
+    ///   - c: output `[M, N]`, overwritten when `beta` is 0, accumulated into when it is 1.
+    package static func matmul(_ a: Matrix, _ b: Matrix, into c: Matrix, beta: Float = 0) {
         precondition(a.cols == b.rows && c.rows == a.rows && c.cols == b.cols, "matmul shape mismatch")
         _ = pool   // creating the pool holds OpenBLAS to one thread before its first call
         guard a.rows > 0, b.cols > 0 else { return }
         if a.rows == 1 {
             cblas_sgemv(CblasRowMajor, CblasTrans, Int32(b.rows), Int32(b.cols), 1,
-                        b.base, Int32(b.rowStride), a.base, 1, 0, c.base, 1)
+                        b.base, Int32(b.rowStride), a.base, 1, beta, c.base, 1)
         } else {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(a.rows), Int32(b.cols), Int32(a.cols),
-                        1, a.base, Int32(a.rowStride), b.base, Int32(b.rowStride), 0, c.base, Int32(c.rowStride))
+                        1, a.base, Int32(a.rowStride), b.base, Int32(b.rowStride), beta, c.base, Int32(c.rowStride))
         }
     }
 

@@ -16,12 +16,18 @@ extension ModelWeights {
     /// - Throws: ``ModelLoadError`` when the file is unreadable, its header impossible or too
     ///   large to run, or it is shorter than the header implies.
     public static func checkpoint(at url: URL, memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
-        let path = url.path
         let data: Data
         do { data = try Data(contentsOf: url, options: .alwaysMapped) } catch {
-            throw ModelLoadError.unreadable(path: path, reason: error.localizedDescription)
+            throw ModelLoadError.unreadable(path: url.path, reason: error.localizedDescription)
         }
-        let config = try checkpointConfig(data, path: path, name: url.deletingPathExtension().lastPathComponent)
+        return try checkpoint(data: data, path: url.path, memoryLimit: memoryLimit)
+    }
+
+    /// Loads a llama2.c checkpoint from its bytes (see ``checkpoint(at:memoryLimit:)``); `path`
+    /// names it in errors and in the config (its file name becomes the model's name).
+    public static func checkpoint(data: Data, path: String = "<memory>", memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
+        let name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+        let config = try checkpointConfig(data, path: path, name: name)
         try config.validate()
         try config.checkResources(limit: memoryLimit)   // before sizes are computed from the header, or anything allocated
         let c = config, l = c.layerCount

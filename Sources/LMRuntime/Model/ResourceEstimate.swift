@@ -37,7 +37,7 @@ extension ModelConfig {
         let attentionRows = Double(min(max(1, workers), kvHeadCount)) * Double(headCount / max(1, kvHeadCount))
             * Double(Kernels.attentionBlockRows)
         let scratch = batch * (4 * Double(dim) + 2 * Double(hiddenDim)) + Double(vocabSize)
-            + attentionRows * (Double(contextLength) + 2 * Double(headDim) + 1)
+            + attentionRows * (Double(min(contextLength, Kernels.attentionKeyTile)) + 2 * Double(headDim) + 2)
         let kv = 2 * Double(layerCount) * Double(kvHeadCount) * Double(dim / max(1, headCount)) * Double(contextLength)
         func bytes(_ floats: Double) -> Int { floats * float >= Double(Int.max) ? .max : Int(floats * float) }
         return ResourceEstimate(weightBytes: bytes(weights), scratchBytes: bytes(scratch), contextKVBytes: bytes(kv))
