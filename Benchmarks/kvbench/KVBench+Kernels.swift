@@ -14,6 +14,13 @@ extension KVBench {
                 help: "Prefill lengths to measure (those beyond a model's context are skipped).")
         var prefill: [Int] = [128, 512, 2048]
 
+        @Option(name: .long, parsing: .upToNextOption,
+                help: "New-token counts for the incremental-prefill section (the pass of a cache hit).")
+        var incremental: [Int] = [1, 4, 16, 32, 64]
+
+        @Option(name: .long, help: "Cached tokens the incremental passes run on top of.")
+        var cached: Int = 1000
+
         @Option(name: .long, help: "Tokens to decode when measuring decode speed.")
         var decodeTokens: Int = 32
 
@@ -34,6 +41,8 @@ extension KVBench {
                 throw ValidationError("--prefill needs positive token counts.")
             }
             if decodeTokens < 1 { throw ValidationError("--decode-tokens must be at least 1.") }
+            if incremental.contains(where: { $0 < 1 }) { throw ValidationError("--incremental needs positive token counts.") }
+            if cached < 1 { throw ValidationError("--cached must be at least 1, got \(cached).") }
             if repeats < 1 { throw ValidationError("--repeats must be at least 1.") }
         }
 
@@ -53,13 +62,16 @@ extension KVBench {
             let probe = KernelProbe(breakdown: breakdown, repeats: repeats)
             progress("measuring sgemv on \(KernelProbe.streamBytes >> 20) MiB of weights…")
             let sgemv = probe.sgemvGBps()
+            progress("measuring the DRAM read ceiling…")
+            let read = probe.readGBps()
             var reports: [ModelReport] = []
             for weights in models {
                 progress("measuring \(weights.config.name)…")
-                reports.append(probe.measure(weights, prefillLengths: prefill, decodeTokens: decodeTokens,
-                                             sgemvGBps: sgemv))
+                reports.append(probe.measure(weights, prefillLengths: prefill, incremental: incremental, cachedTokens: cached,
+                                             decodeTokens: decodeTokens, sgemvGBps: sgemv, readGBps: read))
             }
-            let report = KernelReport(blas_core_type: LMRuntime.Kernels.blasCoreType, threads: LMRuntime.Kernels.threadCount, sgemv_gbps: sgemv, models: reports)
+            let report = KernelReport(blas_core_type: LMRuntime.Kernels.blasCoreType, threads: LMRuntime.Kernels.threadCount,
+                                      read_gbps: read, sgemv_gbps: sgemv, models: reports)
             print(format == .json ? try jsonText(report) : report.table)
         }
     }

@@ -13,24 +13,30 @@ struct KernelTime: Encodable {
 struct KernelBreakdown {
     let repeats: Int
 
-    func measure(_ weights: ModelWeights, tokens n: Int) -> [KernelTime] {
+    /// - Parameters:
+    ///   - tokens: the pass's new tokens.
+    ///   - cachedTokens: keys already cached before them (attention reads those too).
+    func measure(_ weights: ModelWeights, tokens n: Int, cachedTokens p: Int = 0) -> [KernelTime] {
         let c = weights.config, layer = weights.layers[0]
         let x = Matrix.zeros(rows: n, cols: c.dim), normed = Matrix.zeros(rows: n, cols: c.dim)
         let queries = Matrix.zeros(rows: n, cols: c.dim), attended = Matrix.zeros(rows: n, cols: c.dim)
-        let keys = Matrix.zeros(rows: n, cols: c.kvDim), values = Matrix.zeros(rows: n, cols: c.kvDim)
+        let allKeys = Matrix.zeros(rows: p + n, cols: c.kvDim), allValues = Matrix.zeros(rows: p + n, cols: c.kvDim)
+        let keys = allKeys.rows(p ..< p + n), values = allValues.rows(p ..< p + n)
+        Kernels.fillUniform(allKeys, seed: 9, scale: 1)
+        Kernels.fillUniform(allValues, seed: 10, scale: 1)
         let gateUp = Matrix.zeros(rows: n, cols: 2 * c.hiddenDim)
-        for (i, m) in [x, queries, keys, values, gateUp].enumerated() { Kernels.fillUniform(m, seed: UInt64(i + 1), scale: 1) }
+        for (i, m) in [x, queries, gateUp].enumerated() { Kernels.fillUniform(m, seed: UInt64(i + 1), scale: 1) }
         let scratch = AttentionScratch(headCount: c.headCount, kvHeadCount: c.kvHeadCount, headDim: c.headDim,
-                                       contextLength: n, workers: Kernels.workerCount)
+                                       contextLength: p + n, workers: Kernels.workerCount)
         let steps: [(String, () -> Void)] = [
             ("attention norm", { Kernels.rmsNorm(x, weight: layer.attentionNorm, epsilon: c.normEpsilon, into: normed) }),
             ("Q|K|V", { Kernels.matmul(normed, transposed: layer.qkv, into: queries, keys, values) }),
             ("RoPE", {
-                Kernels.rope(queries, headDim: c.headDim, startPosition: 0, cos: weights.ropeCos, sin: weights.ropeSin)
-                Kernels.rope(keys, headDim: c.headDim, startPosition: 0, cos: weights.ropeCos, sin: weights.ropeSin)
+                Kernels.rope(queries, headDim: c.headDim, startPosition: p, cos: weights.ropeCos, sin: weights.ropeSin)
+                Kernels.rope(keys, headDim: c.headDim, startPosition: p, cos: weights.ropeCos, sin: weights.ropeSin)
             }),
             ("attention", {
-                Kernels.causalAttention(queries: queries, keys: keys, values: values, output: attended, scratch: scratch,
+                Kernels.causalAttention(queries: queries, keys: allKeys, values: allValues, output: attended, scratch: scratch,
                                         headCount: c.headCount, kvHeadCount: c.kvHeadCount)
             }),
             ("O + residual", { Kernels.matmul(attended, transposed: layer.wo, into: x, beta: 1) }),

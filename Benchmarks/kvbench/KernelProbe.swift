@@ -16,24 +16,43 @@ struct ModelReport: Encodable {
         let breakdown: [KernelTime]?
     }
 
+    /// A short pass on top of a cached prefix: the time to first token of a cache hit.
+    struct Incremental: Encodable {
+        let cached_tokens: Int
+        let new_tokens: Int
+        let ms: Double
+        /// Weights once, plus the K/V rows attention reads.
+        let bytes_streamed: Double
+        /// Projections, classifier, and attention over every visible key.
+        let gflop: Double
+        /// max(bytes ÷ DRAM read ceiling, FLOPs ÷ sgemm ceiling).
+        let roofline_ms: Double
+        let ratio_to_roofline: Double
+        let breakdown: [KernelTime]?
+    }
+
     let model: String
     let parameters: Int
     let sgemm_gflops: Double
     let prefill: [Prefill]
+    let incremental: [Incremental]
     let decode_tokens_per_second: Double
     let decode_weight_gbps: Double
     let decode_ratio_to_sgemv: Double
+    let decode_ratio_to_read: Double
 }
 
 /// The whole `kvbench kernels` result.
 struct KernelReport: Encodable {
     let blas_core_type: String
     let threads: Int
+    let read_gbps: Double
     let sgemv_gbps: Double
     let models: [ModelReport]
 
     var table: String {
-        var lines = ["sgemv ceiling (weights streamed from DRAM): \(fmt(sgemv_gbps)) GB/s, runtime threads: \(threads), OpenBLAS core type: \(blas_core_type)", ""]
+        var lines = ["DRAM read ceiling (streaming read, all threads): \(fmt(read_gbps)) GB/s; sgemv (weights streamed from DRAM): \(fmt(sgemv_gbps)) GB/s",
+                     "runtime threads: \(threads), OpenBLAS core type: \(blas_core_type)", ""]
         for m in models {
             lines.append("\(m.model) (\(m.parameters / 1000)K parameters), fastest sgemm at its shapes: \(fmt(m.sgemm_gflops)) GFLOP/s")
             lines.append("  prefill  tokens   tokens/s   GFLOP/s   sgemm GFLOP/s (its GEMMs, fastest)   ÷ its GEMMs   ÷ fastest")
@@ -48,7 +67,16 @@ struct KernelReport: Encodable {
                     + steps.map { "\($0.kernel) \(fmt($0.ms_per_layer))" }.joined(separator: " · "))
                 lines.append("    sum \(fmt(sum)), measured pass \(fmt(p.pass_ms_per_layer)) per layer")
             }
-            lines.append("  decode   \(fmt(m.decode_tokens_per_second)) tokens/s, \(fmt(m.decode_weight_gbps)) GB/s of weights, ÷ sgemv \(fmt(m.decode_ratio_to_sgemv))")
+            if !m.incremental.isEmpty {
+                lines.append("  incremental prefill on \(m.incremental[0].cached_tokens) cached tokens: new tokens, ms, roofline ms (bytes ÷ read, FLOPs ÷ sgemm), ÷ roofline")
+                for i in m.incremental {
+                    lines.append("           \(pad(i.new_tokens, 6)) \(pad(fmt(i.ms), 9)) \(pad(fmt(i.roofline_ms), 9))   \(pad(fmt(i.ratio_to_roofline), 6))")
+                    if let steps = i.breakdown {
+                        lines.append("             ms per layer, each step timed alone: " + steps.map { "\($0.kernel) \(fmt($0.ms_per_layer))" }.joined(separator: " · "))
+                    }
+                }
+            }
+            lines.append("  decode   \(fmt(m.decode_tokens_per_second)) tokens/s, \(fmt(m.decode_weight_gbps)) GB/s of weights, ÷ read ceiling \(fmt(m.decode_ratio_to_read)), ÷ sgemv \(fmt(m.decode_ratio_to_sgemv))")
             lines.append("")
         }
         return lines.joined(separator: "\n")
@@ -78,6 +106,17 @@ struct KernelProbe {
         let x = Matrix.zeros(rows: 1, cols: cols), y = Matrix.zeros(rows: 1, cols: rows)
         let best = fastest(runs: max(repeats, 3), calls: 8, [{ LMRuntime.Kernels.matmul(x, transposed: a, into: y) }])
         return Double(Self.streamBytes) / best[0] / 1e9
+    }
+
+    /// Streaming-read throughput over `streamBytes` on all workers, in GB/s: the machine's DRAM
+    /// read ceiling, which decode (every weight once per token) cannot beat.
+    func readGBps() -> Double {
+        let a = Matrix.zeros(rows: Self.streamBytes / (4 * 1024), cols: 1024)
+        LMRuntime.Kernels.fillUniform(a, seed: 4, scale: 1)
+        var sink: Float = 0
+        let best = (0 ..< max(repeats, 3)).map { _ in seconds { for _ in 0 ..< 4 { sink += LMRuntime.Kernels.streamingSum(a) } } }.min()! / 4
+        if sink.isNaN { progress("(read probe: NaN)") }   // keeps the sum alive
+        return Double(Self.streamBytes) / best / 1e9
     }
 
     /// sgemm GFLOP/s for each `[m, k] · [n, k]ᵀ` in `shapes`, each timed over `calls` back-to-back calls.
@@ -126,7 +165,8 @@ struct KernelProbe {
         return (flops / time, rates.max()!)
     }
 
-    func measure(_ weights: ModelWeights, prefillLengths: [Int], decodeTokens: Int, sgemvGBps: Double) -> ModelReport {
+    func measure(_ weights: ModelWeights, prefillLengths: [Int], incremental: [Int], cachedTokens: Int, decodeTokens: Int,
+                 sgemvGBps: Double, readGBps: Double) -> ModelReport {
         let c = weights.config
         let lengths = prefillLengths.filter { $0 <= c.contextLength }
         let model = Transformer(weights: weights, maxBatch: lengths.max() ?? 1)
@@ -150,6 +190,8 @@ struct KernelProbe {
                                   sgemm_peak_gflops: peak, ratio_to_sgemm_peak: gflops / peak,
                                   pass_ms_per_layer: best * 1000 / Double(c.layerCount), breakdown: steps))
         }
+        let incrementalReports = measureIncremental(weights, model: model, cache: cache, newTokens: incremental,
+                                                    cachedTokens: cachedTokens, readGBps: readGBps)
         // Decode after a short prompt, so weights (not the cache) dominate the traffic.
         let prompt = Array(0 ..< min(16, c.contextLength - decodeTokens - 1)).map { $0 % c.vocabSize }
         let perToken = (0 ..< repeats).map { _ in
@@ -162,8 +204,33 @@ struct KernelProbe {
         let weightGBps = Double(c.decodeWeightBytes) / perToken / 1e9
         return ModelReport(model: c.name, parameters: c.parameterCount,
                            sgemm_gflops: prefills.map(\.sgemm_peak_gflops).max() ?? sgemmCeiling(c, tokens: 512).peak,
-                           prefill: prefills,
+                           prefill: prefills, incremental: incrementalReports,
                            decode_tokens_per_second: 1 / perToken, decode_weight_gbps: weightGBps,
-                           decode_ratio_to_sgemv: weightGBps / sgemvGBps)
+                           decode_ratio_to_sgemv: weightGBps / sgemvGBps, decode_ratio_to_read: weightGBps / readGBps)
+    }
+
+    /// `T` new tokens on top of `cachedTokens` cached ones, for each `T`: the pass a cache hit's
+    /// time to first token is made of, against its roofline.
+    func measureIncremental(_ weights: ModelWeights, model: Transformer, cache: DenseKVCache, newTokens: [Int],
+                            cachedTokens: Int, readGBps: Double) -> [ModelReport.Incremental] {
+        let c = weights.config
+        let counts = newTokens.filter { cachedTokens + $0 <= c.contextLength }
+        guard !counts.isEmpty else { return [] }
+        let sgemmPeak = sgemmCeiling(c, tokens: min(512, c.contextLength)).peak
+        cache.truncate(to: 0)
+        _ = try? model.forward((0 ..< cachedTokens).map { ($0 * 7919 + 11) % c.vocabSize }, cache: cache)
+        return counts.map { t in
+            let tokens = (0 ..< t).map { ($0 * 104_729 + 3) % c.vocabSize }
+            let best = (0 ..< max(repeats, 3)).map { _ in
+                cache.truncate(to: cachedTokens)
+                return seconds { _ = try? model.forward(tokens, cache: cache) }
+            }.min()!
+            let bytes = Double(c.decodeWeightBytes) + Double(2 * c.layerCount * c.kvDim * (cachedTokens + t) * 4)
+            let flops = c.forwardFLOPs(cachedTokens: cachedTokens, newTokens: t)
+            let roofline = max(bytes / (readGBps * 1e9), flops / (sgemmPeak * 1e9))
+            let steps = breakdown ? KernelBreakdown(repeats: repeats).measure(weights, tokens: t, cachedTokens: cachedTokens) : nil
+            return .init(cached_tokens: cachedTokens, new_tokens: t, ms: best * 1000, bytes_streamed: bytes, gflop: flops / 1e9,
+                         roofline_ms: roofline * 1000, ratio_to_roofline: best / roofline, breakdown: steps)
+        }
     }
 }

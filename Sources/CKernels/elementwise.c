@@ -44,6 +44,16 @@ float kv_max_portable(const float *x, ptrdiff_t n) {
     return max;
 }
 
+float kv_sum_portable(const float *x, ptrdiff_t n) {
+    float acc[4] = {0, 0, 0, 0};
+    ptrdiff_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        acc[0] += x[i]; acc[1] += x[i + 1]; acc[2] += x[i + 2]; acc[3] += x[i + 3];
+    }
+    for (; i < n; i++) acc[0] += x[i];
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
 float kv_exp_sub_sum_portable(float *x, ptrdiff_t n, float shift) {
     float sum = 0;
     for (ptrdiff_t i = 0; i < n; i++) {
@@ -129,6 +139,19 @@ KV_AVX2 static float exp_sub_sum_avx2(float *x, ptrdiff_t n, float max) {
 
 KV_AVX2 static float exp_shifted_sum_avx2(float *x, ptrdiff_t n) { return exp_sub_sum_avx2(x, n, max_avx2(x, n)); }
 
+KV_AVX2 static float sum_avx2(const float *x, ptrdiff_t n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    ptrdiff_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
+        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
+        a2 = _mm256_add_ps(a2, _mm256_loadu_ps(x + i + 16));
+        a3 = _mm256_add_ps(a3, _mm256_loadu_ps(x + i + 24));
+    }
+    float sum = sum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    return sum + kv_sum_portable(x + i, n - i);
+}
+
 KV_AVX2 static void swiglu_avx2(float *gate, const float *up, ptrdiff_t n) {
     ptrdiff_t end = n - n % 8, i;
     const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
@@ -167,6 +190,7 @@ __attribute__((constructor)) static void detect_avx2(void) {
 static const int has_avx2 = 0;
 static float exp_shifted_sum_avx2(float *x, ptrdiff_t n) { return kv_exp_shifted_sum_portable(x, n); }
 static float max_avx2(const float *x, ptrdiff_t n) { return kv_max_portable(x, n); }
+static float sum_avx2(const float *x, ptrdiff_t n) { return kv_sum_portable(x, n); }
 static float exp_sub_sum_avx2(float *x, ptrdiff_t n, float s) { return kv_exp_sub_sum_portable(x, n, s); }
 static void swiglu_avx2(float *g, const float *u, ptrdiff_t n) { kv_swiglu_portable(g, u, n); }
 static void rmsnorm_avx2(float *d, const float *x, const float *w, ptrdiff_t n, float e) { kv_rmsnorm_portable(d, x, w, n, e); }
@@ -176,6 +200,10 @@ int kv_uses_avx2(void) { return has_avx2; }
 
 float kv_exp_shifted_sum(float *x, ptrdiff_t n) {
     return has_avx2 ? exp_shifted_sum_avx2(x, n) : kv_exp_shifted_sum_portable(x, n);
+}
+
+float kv_sum(const float *x, ptrdiff_t n) {
+    return has_avx2 ? sum_avx2(x, n) : kv_sum_portable(x, n);
 }
 
 float kv_max(const float *x, ptrdiff_t n) {

@@ -81,10 +81,10 @@ struct KVBenchTests {
 
     @Test func kernels_jsonReportsCeilingsAndRatios() throws {
         let run = try Self.run(["kernels", "--model", "tiny", "--prefill", "8", "16", "--repeats", "1",
-                                "--decode-tokens", "2", "--breakdown", "--json"])
+                                "--incremental", "1", "4", "--cached", "100", "--decode-tokens", "2", "--breakdown", "--json"])
         #expect(run.status == 0, "\(run.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
-        #expect((json["sgemv_gbps"] as? Double ?? 0) > 0)
+        #expect((json["sgemv_gbps"] as? Double ?? 0) > 0 && (json["read_gbps"] as? Double ?? 0) > 0)
         let models = try #require(json["models"] as? [[String: Any]])
         #expect(models.count == 1 && models[0]["model"] as? String == "tiny")
         let prefill = try #require(models[0]["prefill"] as? [[String: Any]])
@@ -99,7 +99,16 @@ struct KVBenchTests {
                                                               "FFN norm", "gate|up", "SwiGLU", "down + residual"])
             #expect(steps.allSatisfy { ($0["ms_per_layer"] as? Double ?? 0) > 0 })
         }
-        for key in ["decode_tokens_per_second", "decode_weight_gbps", "decode_ratio_to_sgemv", "sgemm_gflops"] {
+        // The incremental section: each new-token count on the cached prefix, against its roofline.
+        let incremental = try #require(models[0]["incremental"] as? [[String: Any]])
+        #expect(incremental.map { $0["new_tokens"] as? Int } == [1, 4] && incremental.allSatisfy { $0["cached_tokens"] as? Int == 100 })
+        for row in incremental {
+            for key in ["ms", "bytes_streamed", "gflop", "roofline_ms", "ratio_to_roofline"] {
+                #expect((row[key] as? Double ?? 0) > 0, "\(key)")
+            }
+            #expect((row["breakdown"] as? [[String: Any]])?.count == 9)
+        }
+        for key in ["decode_tokens_per_second", "decode_weight_gbps", "decode_ratio_to_sgemv", "decode_ratio_to_read", "sgemm_gflops"] {
             #expect((models[0][key] as? Double ?? 0) > 0, "\(key)")
         }
         #expect(run.stderr.contains("measuring"))   // progress goes to stderr, never into the JSON

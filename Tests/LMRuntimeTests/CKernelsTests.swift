@@ -33,6 +33,38 @@ struct CKernelsTests {
         }
     }
 
+    typealias Sum = @Sendable (UnsafePointer<Float>, Int) -> Float
+
+    @Test(arguments: [("dispatched sum", kv_sum as Sum), ("portable sum", kv_sum_portable as Sum),
+                      ("dispatched max", kv_max as Sum), ("portable max", kv_max_portable as Sum)])
+    func sumAndMax_matchDefinition(name: String, body: Sum) {
+        for n in Self.lengths + [31, 32, 33, 100] {
+            let x = Self.values(n, seed: UInt64(n) + 500, scale: 10)
+            let got = x.withUnsafeBufferPointer { body($0.baseAddress!, n) }
+            if name.hasSuffix("max") {
+                #expect(got == x.max()!, "\(name) n=\(n)")
+            } else {
+                let exact = x.map(Double.init).reduce(0, +), magnitude = x.map { Double(abs($0)) }.reduce(0, +)
+                #expect(abs(Double(got) - exact) <= 1e-6 * magnitude, "\(name) n=\(n)")
+            }
+        }
+    }
+
+    typealias ExpSub = @Sendable (UnsafeMutablePointer<Float>, Int, Float) -> Float
+
+    /// The tiled softmax's building block: with the row's own maximum it is kv_exp_shifted_sum, bit for bit.
+    @Test(arguments: [("dispatched", kv_exp_sub_sum as ExpSub, kv_exp_shifted_sum as ExpSum),
+                      ("portable", kv_exp_sub_sum_portable as ExpSub, kv_exp_shifted_sum_portable as ExpSum)])
+    func expSubSum_withTheMaximumEqualsExpShiftedSum(name: String, body: ExpSub, reference: ExpSum) {
+        for n in Self.lengths {
+            var a = Self.values(n, seed: UInt64(n) + 600, scale: 20), b = a
+            let shift = a.max()!
+            let s1 = a.withUnsafeMutableBufferPointer { body($0.baseAddress!, n, shift) }
+            let s2 = b.withUnsafeMutableBufferPointer { reference($0.baseAddress!, n) }
+            #expect(s1.bitPattern == s2.bitPattern && a.map(\.bitPattern) == b.map(\.bitPattern), "\(name) n=\(n)")
+        }
+    }
+
     typealias SwiGLU = @Sendable (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Int) -> Void
 
     @Test(arguments: [("dispatched", kv_swiglu as SwiGLU), ("portable", kv_swiglu_portable as SwiGLU)])

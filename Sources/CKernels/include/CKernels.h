@@ -25,9 +25,14 @@ void kv_swiglu(float *gate, const float *up, ptrdiff_t n);
 /// dst[i] = weight[i] * x[i] / sqrt(mean(x²) + epsilon), for i < n (n >= 1); dst may be x.
 void kv_rmsnorm(float *dst, const float *x, const float *weight, ptrdiff_t n, float epsilon);
 
+/// The sum of x[0..<n]: a pure streaming read (four independent accumulators per lane), what a
+/// memory-bandwidth ceiling times. Not for numerics: the order of additions is the kernel's.
+float kv_sum(const float *x, ptrdiff_t n);
+
 /// The portable bodies (no instruction-set extensions).
 float kv_exp_shifted_sum_portable(float *x, ptrdiff_t n);
 float kv_max_portable(const float *x, ptrdiff_t n);
+float kv_sum_portable(const float *x, ptrdiff_t n);
 float kv_exp_sub_sum_portable(float *x, ptrdiff_t n, float shift);
 void kv_swiglu_portable(float *gate, const float *up, ptrdiff_t n);
 void kv_rmsnorm_portable(float *dst, const float *x, const float *weight, ptrdiff_t n, float epsilon);
