@@ -65,6 +65,45 @@ struct CKernelsTests {
         }
     }
 
+    typealias Skinny = @Sendable (UnsafePointer<Float>, Int, Int, UnsafePointer<Float>, Int, Int, Int,
+                                  UnsafeMutablePointer<Float>, Int, Float, Float) -> Void
+
+    /// Few-row projections: against the double-precision product at shapes that hit every tile and
+    /// tail (rows and outputs not multiples of the tile, k not a multiple of 8), with alpha and beta;
+    /// and each element the same bits when computed in a smaller call (tiles and bands change nothing).
+    @Test(arguments: [("dispatched", kv_skinny_gemm as Skinny), ("portable", kv_skinny_gemm_portable as Skinny)])
+    func skinnyGEMM_matchesDefinitionAndIsTileInvariant(name: String, body: Skinny) {
+        for (rows, outputs, k) in [(1, 9, 77), (2, 4, 8), (3, 7, 64), (5, 13, 9), (8, 16, 200), (1, 5, 1), (7, 3, 2816)] {
+            let x = Self.values(rows * (k + 3), seed: UInt64(rows * 31 + k), scale: 1)
+            let w = Self.values(outputs * (k + 1), seed: UInt64(outputs * 17 + k), scale: 1)
+            let start = Self.values(rows * outputs, seed: 99, scale: 1)
+            for (alpha, beta) in [(Float(1), Float(0)), (0.5, 1)] {
+                var y = start
+                x.withUnsafeBufferPointer { xp in w.withUnsafeBufferPointer { wp in y.withUnsafeMutableBufferPointer { yp in
+                    body(xp.baseAddress!, k + 3, rows, wp.baseAddress!, k + 1, outputs, k, yp.baseAddress!, outputs, alpha, beta)
+                } } }
+                for t in 0 ..< rows {
+                    for n in 0 ..< outputs {
+                        let dot = (0 ..< k).map { Double(x[t * (k + 3) + $0]) * Double(w[n * (k + 1) + $0]) }.reduce(0, +)
+                        let magnitude = (0 ..< k).map { abs(Double(x[t * (k + 3) + $0]) * Double(w[n * (k + 1) + $0])) }.reduce(0, +)
+                        let expected = Double(alpha) * dot + Double(beta) * Double(start[t * outputs + n])
+                        #expect(abs(Double(y[t * outputs + n]) - expected) <= 1e-6 * (magnitude + 1), "\(name) \(rows)x\(outputs)x\(k) [\(t), \(n)]")
+                    }
+                }
+                // One element at a time: the same bits as in the whole call.
+                for t in [0, rows - 1] {
+                    for n in [0, outputs / 2, outputs - 1] {
+                        var one = [start[t * outputs + n]]
+                        x.withUnsafeBufferPointer { xp in w.withUnsafeBufferPointer { wp in one.withUnsafeMutableBufferPointer { yp in
+                            body(xp.baseAddress! + t * (k + 3), k + 3, 1, wp.baseAddress! + n * (k + 1), k + 1, 1, k, yp.baseAddress!, 1, alpha, beta)
+                        } } }
+                        #expect(one[0].bitPattern == y[t * outputs + n].bitPattern, "\(name) \(rows)x\(outputs)x\(k) [\(t), \(n)] alone")
+                    }
+                }
+            }
+        }
+    }
+
     typealias SwiGLU = @Sendable (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Int) -> Void
 
     @Test(arguments: [("dispatched", kv_swiglu as SwiGLU), ("portable", kv_swiglu_portable as SwiGLU)])

@@ -29,10 +29,18 @@ void kv_rmsnorm(float *dst, const float *x, const float *weight, ptrdiff_t n, fl
 /// memory-bandwidth ceiling times. Not for numerics: the order of additions is the kernel's.
 float kv_sum(const float *x, ptrdiff_t n);
 
+/// y[t*ldy + n] = alpha * dot(x[t*ldx ..], w[n*ldw ..]) + beta * y[t*ldy + n] over k elements, for
+/// t < rows and n < outputs (beta 0: y is only written). For few activation rows: each weight
+/// row is streamed once. Every element's arithmetic is the same whatever tile computes it.
+void kv_skinny_gemm(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const float *w, ptrdiff_t ldw,
+                    ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
+
 /// The portable bodies (no instruction-set extensions).
 float kv_exp_shifted_sum_portable(float *x, ptrdiff_t n);
 float kv_max_portable(const float *x, ptrdiff_t n);
 float kv_sum_portable(const float *x, ptrdiff_t n);
+void kv_skinny_gemm_portable(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const float *w, ptrdiff_t ldw,
+                             ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
 float kv_exp_sub_sum_portable(float *x, ptrdiff_t n, float shift);
 void kv_swiglu_portable(float *gate, const float *up, ptrdiff_t n);
 void kv_rmsnorm_portable(float *dst, const float *x, const float *weight, ptrdiff_t n, float epsilon);

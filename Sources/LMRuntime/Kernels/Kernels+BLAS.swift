@@ -1,4 +1,6 @@
+import CKernels
 import COpenBLAS
+import Foundation
 
 /// The numeric kernels of the runtime: the only code that touches raw pointers or `cblas_*`.
 ///
@@ -54,11 +56,17 @@ package enum Kernels {
         parallelBands(b.rows, minimumPerBand: minimumColumns, alignment: 16, body)
     }
 
+    /// Activation rows up to which projections use ``kv_skinny_gemm`` (each weight row streamed
+    /// once) instead of OpenBLAS.
+    package static let skinnyRowLimit = Int(ProcessInfo.processInfo.environment["KVSESSION_SKINNY_ROWS"] ?? "") ?? 32
+
     /// ``matmul(_:transposed:into:alpha:beta:)`` on the calling thread only (called inside
     /// ``projectionBands(_:transposed:_:)``, which has created the pool).
     static func singleThreadMatmul(_ a: Matrix, transposed b: Matrix, into c: Matrix, alpha: Float, beta: Float) {
         guard a.rows > 0, b.rows > 0 else { return }
-        if a.rows == 1 {
+        if a.rows <= skinnyRowLimit {
+            kv_skinny_gemm(a.base, a.rowStride, a.rows, b.base, b.rowStride, b.rows, a.cols, c.base, c.rowStride, alpha, beta)
+        } else if a.rows == 1 {
             cblas_sgemv(CblasRowMajor, CblasNoTrans, Int32(b.rows), Int32(b.cols), alpha,
                         b.base, Int32(b.rowStride), a.base, 1, beta, c.base, 1)
         } else {
