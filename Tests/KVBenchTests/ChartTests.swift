@@ -3,7 +3,6 @@ import Foundation
 import FoundationXML
 #endif
 @testable import KVScenarios
-@testable import kvbench
 import LMTestSupport
 import Testing
 

@@ -1,12 +1,15 @@
 import Foundation
-import KVScenarios
 
 /// Small multiples: one panel per scenario group, holding the group's scenarios side by side
 /// (hit rate and time to first token per turn, on scales every panel shares) and a bar per
 /// scenario of its total prefill time against the baseline's. Colours come from a style sheet
 /// with a `prefers-color-scheme: dark` variant.
-struct SVGChart {
-    let results: [ScenarioResult]
+package struct SVGChart {
+    /// The scenarios to draw, in table order.
+    package let results: [ScenarioResult]
+
+    /// A chart of `results`.
+    package init(results: [ScenarioResult]) { self.results = results }
 
     static let width = 1280.0, columns = 2, margin = 20.0, header = 64.0
     static let panelWidth = (width - 3 * margin) / 2, plotWidth = 245.0, plotHeight = 118.0
@@ -21,7 +24,8 @@ struct SVGChart {
 
     private var baseline: ScenarioResult? { results.first { $0.scenario.name == Self.baselineName } }
 
-    func render() -> String {
+    /// The chart as one SVG document.
+    package func render() -> String {
         let groups = self.groups
         let panelHeights = groups.map { 46 + Self.plotHeight + 50 + Double($0.results.count) * 18 }
         let rows = stride(from: 0, to: groups.count, by: Self.columns).map { panelHeights[$0 ..< min($0 + Self.columns, groups.count)].max()! }
@@ -136,7 +140,8 @@ struct SVGChart {
         }.reversed().map(String.init).joined()
     }
 
-    static func escape(_ s: String) -> String {
+    /// `s` with the characters XML gives meaning to escaped.
+    package static func escape(_ s: String) -> String {
         s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
     }
 }
