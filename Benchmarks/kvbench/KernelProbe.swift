@@ -169,7 +169,7 @@ struct KernelProbe {
                  sgemvGBps: Double, readGBps: Double) -> ModelReport {
         let c = weights.config
         let lengths = prefillLengths.filter { $0 <= c.contextLength }
-        let model = Transformer(weights: weights, maxBatch: lengths.max() ?? 1)
+        let model = Transformer(weights: weights, maxBatch: max(lengths.max() ?? 1, incremental.max() ?? 1))   // one pass each
         let cache = model.makeCache()
         var prefills: [ModelReport.Prefill] = []
         for n in lengths {

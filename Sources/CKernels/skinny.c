@@ -71,6 +71,33 @@ KV_AVX2 static void tile4x2(const float *x, ptrdiff_t ldx, const float *w, ptrdi
         }
 }
 
+// Four weight rows by three activation rows: 12 accumulators, enough independent FMAs to cover
+// the FMA latency on two pipes; 7 loads per 12 FMAs.
+KV_AVX2 static void tile4x3(const float *x, ptrdiff_t ldx, const float *w, ptrdiff_t ldw, ptrdiff_t k,
+                            float *y, ptrdiff_t ldy, float alpha, float beta) {
+    ptrdiff_t end = k - k % 8;
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a10 = a00, a11 = a00, a12 = a00;
+    __m256 a20 = a00, a21 = a00, a22 = a00, a30 = a00, a31 = a00, a32 = a00;
+    const float *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx, *w0 = w, *w1 = w + ldw, *w2 = w + 2 * ldw, *w3 = w + 3 * ldw;
+    for (ptrdiff_t i = 0; i < end; i += 8) {
+        __m256 v0 = _mm256_loadu_ps(x0 + i), v1 = _mm256_loadu_ps(x1 + i), v2 = _mm256_loadu_ps(x2 + i), r;
+        r = _mm256_loadu_ps(w0 + i);
+        a00 = _mm256_fmadd_ps(v0, r, a00); a01 = _mm256_fmadd_ps(v1, r, a01); a02 = _mm256_fmadd_ps(v2, r, a02);
+        r = _mm256_loadu_ps(w1 + i);
+        a10 = _mm256_fmadd_ps(v0, r, a10); a11 = _mm256_fmadd_ps(v1, r, a11); a12 = _mm256_fmadd_ps(v2, r, a12);
+        r = _mm256_loadu_ps(w2 + i);
+        a20 = _mm256_fmadd_ps(v0, r, a20); a21 = _mm256_fmadd_ps(v1, r, a21); a22 = _mm256_fmadd_ps(v2, r, a22);
+        r = _mm256_loadu_ps(w3 + i);
+        a30 = _mm256_fmadd_ps(v0, r, a30); a31 = _mm256_fmadd_ps(v1, r, a31); a32 = _mm256_fmadd_ps(v2, r, a32);
+    }
+    __m256 acc[4][3] = {{a00, a01, a02}, {a10, a11, a12}, {a20, a21, a22}, {a30, a31, a32}};
+    for (int n = 0; n < 4; n++)
+        for (int t = 0; t < 3; t++) {
+            float *out = y + t * ldy + n;
+            *out = finish(tail(x + t * ldx, w + n * ldw, end, k, reduce8(acc[n][t])), alpha, beta, out);
+        }
+}
+
 // One weight row by one activation row: the edges, with the same arithmetic per element.
 KV_AVX2 static void tile1x1(const float *x, const float *w, ptrdiff_t k, float *y, float alpha, float beta) {
     ptrdiff_t end = k - k % 8;
@@ -105,9 +132,18 @@ KV_AVX2 static void skinny_avx2(const float *x, ptrdiff_t ldx, ptrdiff_t rows, c
             tile4x1(x, wn, ldw, k, y + n, alpha, beta);
             continue;
         }
-        for (; t + 2 <= rows; t += 2) tile4x2(x + t * ldx, ldx, wn, ldw, k, y + t * ldy + n, ldy, alpha, beta);
-        for (; t < rows; t++)
-            for (int i = 0; i < 4; i++) tile1x1(x + t * ldx, wn + i * ldw, k, y + t * ldy + n + i, alpha, beta);
+        // Rows in threes and twos (any count from 2 is a sum of them): no single row re-reads the
+        // four weight rows on its own.
+        while (t < rows) {
+            ptrdiff_t left = rows - t;
+            if (left == 2 || left == 4) {
+                tile4x2(x + t * ldx, ldx, wn, ldw, k, y + t * ldy + n, ldy, alpha, beta);
+                t += 2;
+            } else {
+                tile4x3(x + t * ldx, ldx, wn, ldw, k, y + t * ldy + n, ldy, alpha, beta);
+                t += 3;
+            }
+        }
     }
     for (; n < outputs; n++)
         for (ptrdiff_t t = 0; t < rows; t++) tile1x1(x + t * ldx, w + n * ldw, k, y + t * ldy + n, alpha, beta);
