@@ -1,3 +1,5 @@
+import Foundation
+
 /// Why a model, config or tokenizer could not be loaded. Each case carries the numbers needed to act.
 public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
     /// The file does not exist or cannot be read.
@@ -38,6 +40,16 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
             "running the model needs \(estimate), more than the limit of \(limit / 1_000_000) MB (MemoryLimit.bytes)"
         case let .allocationFailed(bytes): "could not allocate \(bytes) bytes"
         case let .gguf(path, error): "GGUF file \(path): \(error)"
+        }
+    }
+}
+
+extension ModelLoadError {
+    /// The bytes of the file at `url`, memory-mapped.
+    /// - Throws: ``unreadable(path:reason:)`` when it cannot be read.
+    static func mappedContents(of url: URL) throws(ModelLoadError) -> Data {
+        do { return try Data(contentsOf: url, options: .alwaysMapped) } catch {
+            throw .unreadable(path: url.path, reason: error.localizedDescription)
         }
     }
 }

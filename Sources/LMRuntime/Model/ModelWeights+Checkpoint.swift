@@ -16,10 +16,7 @@ extension ModelWeights {
     /// - Throws: ``ModelLoadError`` when the file is unreadable, its header impossible or too
     ///   large to run, or it is shorter than the header implies.
     public static func checkpoint(at url: URL, memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
-        let data: Data
-        do { data = try Data(contentsOf: url, options: .alwaysMapped) } catch {
-            throw ModelLoadError.unreadable(path: url.path, reason: error.localizedDescription)
-        }
+        let data = try ModelLoadError.mappedContents(of: url)
         return try checkpoint(data: data, path: url.path, memoryLimit: memoryLimit)
     }
 

@@ -14,10 +14,7 @@ extension ModelWeights {
     /// - Throws: ``ModelLoadError/gguf(path:_:)`` naming the field or tensor and its byte offset,
     ///   or the ``ModelLoadError`` cases for unreadable files, impossible dimensions and memory.
     public static func gguf(at url: URL, memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
-        let data: Data
-        do { data = try Data(contentsOf: url, options: .alwaysMapped) } catch {
-            throw ModelLoadError.unreadable(path: url.path, reason: error.localizedDescription)
-        }
+        let data = try ModelLoadError.mappedContents(of: url)
         return try gguf(data: data, path: url.path, memoryLimit: memoryLimit)
     }
 

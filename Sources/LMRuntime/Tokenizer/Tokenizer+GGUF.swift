@@ -59,10 +59,7 @@ extension Tokenizer {
     /// The vocabulary of the GGUF file at `url` (see ``init(gguf:)``).
     /// - Throws: ``ModelLoadError/unreadable(path:reason:)`` or ``ModelLoadError/gguf(path:_:)``.
     public init(ggufAt url: URL) throws {
-        let data: Data
-        do { data = try Data(contentsOf: url, options: .alwaysMapped) } catch {
-            throw ModelLoadError.unreadable(path: url.path, reason: error.localizedDescription)
-        }
+        let data = try ModelLoadError.mappedContents(of: url)
         do { try self.init(gguf: GGUFFile(data: data)) } catch { throw ModelLoadError.gguf(path: url.path, error) }
     }
 
