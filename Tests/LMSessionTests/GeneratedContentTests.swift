@@ -107,7 +107,8 @@ import Testing
     }
 
     @Test func patternGuide_unsupportedConstructs_areTypedErrors() {
-        for (pattern, word) in [("(a)\\1", "backreferences"), ("(?=a)b", "lookaround"), ("a{1,500}", "repetition"), ("[", "unclosed"), ("\"+", "matches no string")] {
+        for (pattern, word) in [("(a)\\1", "backreferences"), ("(?=a)b", "lookaround"), ("a{1,500}", "repetition"), ("[", "unclosed"), ("\"+", "matches no string"),
+                                ("(ab|" + String(repeating: ".", count: 127) + "c)+[x-z]?\\s\\w{0,4}", "too large to build")] {
             do {
                 _ = try PatternAutomaton(pattern)
                 Issue.record("/\(pattern)/ was accepted")

@@ -6,7 +6,8 @@
 /// `\d \w \s \D \W \S` and escaped punctuation, groups `(...)`/`(?:...)`, alternation `|`, quantifiers
 /// `* + ? {n} {n,} {n,m}` (a trailing `?` or `+` on a quantifier is accepted and ignored), and
 /// `^`/`$` at the ends. Not supported (a typed error names it): backreferences, lookaround,
-/// anchors inside the pattern, nested classes, counted repetition above 64. A match can never contain `"`, `\` or control characters
+/// anchors inside the pattern, nested classes, counted repetition above 64, and patterns whose
+/// automaton would be too large to build quickly (``maximumConstructionWork``). A match can never contain `"`, `\` or control characters
 /// (they would need escapes inside a JSON string); `.` and negated classes exclude them.
 /// `.`, negated classes and `\D \W \S` match one whole non-ASCII character; `\d \w \s` and
 /// class members are ASCII (`\w` is `[A-Za-z0-9_]`, where Swift's `Regex` also takes letters
@@ -24,6 +25,10 @@ struct PatternAutomaton: Sendable {
 
     static let maximumStates = 4096
     static let maximumRepetition = 64
+    /// NFA-state visits the subset construction may make (states × bytes × set sizes): a pattern
+    /// whose automaton would take longer to build is refused rather than stalling the request.
+    /// Fuzzing found `(ab|` + 127 dots + `c)+`: 4,096 states of ~130 NFA states each, 20 s.
+    static let maximumConstructionWork = 20_000_000
 
     init(_ pattern: String) throws {
         var parser = PatternParser(Array(pattern.utf8), pattern: pattern)
@@ -35,9 +40,13 @@ struct PatternAutomaton: Sendable {
         var sets: [[Int]] = [nfa.closure([s])]
         var index: [[Int]: Int] = [sets[0]: 0]
         var next: [Int32] = []
-        var i = 0
+        var i = 0, work = 0
         while i < sets.count {
             var row = [Int32](repeating: -1, count: 256)
+            work += 256 * sets[i].count
+            guard work <= Self.maximumConstructionWork else {
+                throw GenerationSchema.SchemaError.unsupportedPattern(pattern, reason: "its automaton is too large to build (over \(sets.count) states of up to \(sets[i].count) alternatives each)")
+            }
             for b in 0 ... 255 where ByteSet.stringContent.contains(UInt8(b)) {
                 var targets: [Int] = []
                 for state in sets[i] {
