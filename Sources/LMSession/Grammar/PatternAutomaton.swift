@@ -28,7 +28,7 @@ struct PatternAutomaton: Sendable {
     /// NFA-state visits the subset construction may make (states × bytes × set sizes): a pattern
     /// whose automaton would take longer to build is refused rather than stalling the request.
     /// Fuzzing found `(ab|` + 127 dots + `c)+`: 4,096 states of ~130 NFA states each, 20 s.
-    static let maximumConstructionWork = 20_000_000
+    static let maximumConstructionWork = 2_000_000
 
     init(_ pattern: String) throws {
         var parser = PatternParser(Array(pattern.utf8), pattern: pattern)
