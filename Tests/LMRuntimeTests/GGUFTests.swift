@@ -74,8 +74,9 @@ struct GGUFTests {
     static func values(_ m: Matrix) -> [Float] { (0 ..< m.rows).flatMap { r in (0 ..< m.cols).map { m[r, $0] } } }
 
     static func allMatrices(_ w: ModelWeights) -> [Matrix] {
-        [w.tokenEmbedding, w.finalNorm, w.classifier]
-            + w.layers.flatMap { [$0.attentionNorm, $0.qkv, $0.wo, $0.ffnNorm, $0.gateUp, $0.down] }
+        [w.tokenEmbedding.floatMatrix(), w.finalNorm, w.classifier.floatMatrix()]
+            + w.layers.flatMap { [$0.attentionNorm, $0.qkv.floatMatrix(), $0.wo.floatMatrix(), $0.ffnNorm,
+                                  $0.gateUp.floatMatrix(), $0.down.floatMatrix()] }
     }
 
     static func loadError(_ data: Data) -> GGUFError? {

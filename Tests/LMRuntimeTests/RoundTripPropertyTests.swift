@@ -30,7 +30,9 @@ struct RoundTripPropertyTests {
     }
 
     static func bits(_ w: ModelWeights) -> [[UInt32]] {
-        ([w.tokenEmbedding, w.finalNorm, w.classifier] + w.layers.flatMap { [$0.attentionNorm, $0.qkv, $0.wo, $0.ffnNorm, $0.gateUp, $0.down] })
+        ([w.tokenEmbedding.floatMatrix(), w.finalNorm, w.classifier.floatMatrix()]
+            + w.layers.flatMap { [$0.attentionNorm, $0.qkv.floatMatrix(), $0.wo.floatMatrix(), $0.ffnNorm,
+                                  $0.gateUp.floatMatrix(), $0.down.floatMatrix()] })
             .map { m in (0 ..< m.rows).flatMap { r in (0 ..< m.cols).map { m[r, $0].bitPattern } } }
     }
 

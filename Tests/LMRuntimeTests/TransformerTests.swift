@@ -165,8 +165,8 @@ struct TransformerTests {
             #expect(loaded.classifier.toArray() == weights.classifier.toArray())
             #expect(loaded.finalNorm.toArray() == weights.finalNorm.toArray())
             for (x, y) in zip(loaded.layers, weights.layers) {
-                for (p, q) in [(x.attentionNorm, y.attentionNorm), (x.wq, y.wq), (x.wk, y.wk), (x.wv, y.wv), (x.wo, y.wo),
-                               (x.ffnNorm, y.ffnNorm), (x.gateUp, y.gateUp), (x.down, y.down)] {
+                #expect(x.attentionNorm.toArray() == y.attentionNorm.toArray() && x.ffnNorm.toArray() == y.ffnNorm.toArray())
+                for (p, q) in [(x.wq, y.wq), (x.wk, y.wk), (x.wv, y.wv), (x.wo, y.wo), (x.gateUp, y.gateUp), (x.down, y.down)] {
                     #expect(p.toArray() == q.toArray())
                 }
             }

@@ -21,13 +21,14 @@ public enum Fixtures {
 
     /// A small model for fast tests: 2 layers, grouped-query attention (4 heads over 2 KV heads).
     public static func tinyConfig(vocabSize: Int = 300, contextLength: Int = 96, dim: Int = 32,
-                                  layerCount: Int = 2, sharedClassifier: Bool = true) -> ModelConfig {
+                                  layerCount: Int = 2, sharedClassifier: Bool = true,
+                                  weightPrecision: WeightPrecision = .f32) -> ModelConfig {
         ModelConfig(name: "test-tiny", dim: dim, hiddenDim: 3 * dim, layerCount: layerCount, headCount: 4,
                     kvHeadCount: 2, vocabSize: vocabSize, contextLength: contextLength,
-                    sharedClassifier: sharedClassifier, weights: .synthetic(seed: 7))
+                    sharedClassifier: sharedClassifier, weights: .synthetic(seed: 7), weightPrecision: weightPrecision)
     }
 
-    /// Seeded weights for ``tinyConfig(vocabSize:contextLength:dim:layerCount:sharedClassifier:)``.
+    /// Seeded weights for ``tinyConfig(vocabSize:contextLength:dim:layerCount:sharedClassifier:weightPrecision:)``.
     public static func tinyWeights(_ config: ModelConfig = tinyConfig(), seed: UInt64 = 7) -> ModelWeights {
         // The config is valid by construction; a failure here is a fixture bug.
         try! ModelWeights.synthetic(config, seed: seed)

@@ -25,6 +25,10 @@ public struct ReferenceForward {
             let flat = m.toArray().map(Double.init)
             return (0 ..< m.rows).map { Array(flat[$0 * m.cols ..< ($0 + 1) * m.cols]) }
         }
+        func rows(_ m: WeightMatrix) -> [[Double]] {   // half weights: their exact float values
+            let flat = m.toArray().map(Double.init)
+            return (0 ..< m.rows).map { Array(flat[$0 * m.cols ..< ($0 + 1) * m.cols]) }
+        }
         let h = weights.config.hiddenDim
         config = weights.config
         embedding = rows(weights.tokenEmbedding)

@@ -35,12 +35,25 @@ float kv_sum(const float *x, ptrdiff_t n);
 void kv_skinny_gemm(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const float *w, ptrdiff_t ldw,
                     ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
 
+/// kv_skinny_gemm with IEEE half weights (w holds the bits, ldw counts halfs). Each weight is
+/// converted to float exactly, so every element equals kv_skinny_gemm's on the converted weights
+/// when both run the same body (F16C with AVX2+FMA, or the portable one).
+void kv_skinny_gemm_f16(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t ldw,
+                        ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
+/// dst[i] = the float value of IEEE half src[i], for i < n (exact).
+void kv_halfs_to_floats(float *dst, const uint16_t *src, ptrdiff_t n);
+/// The float value of IEEE half h (exact; NaN payloads kept).
+float kv_half_to_float(uint16_t h);
+
 /// The portable bodies (no instruction-set extensions).
 float kv_exp_shifted_sum_portable(float *x, ptrdiff_t n);
 float kv_max_portable(const float *x, ptrdiff_t n);
 float kv_sum_portable(const float *x, ptrdiff_t n);
 void kv_skinny_gemm_portable(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const float *w, ptrdiff_t ldw,
                              ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
+void kv_skinny_gemm_f16_portable(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t ldw,
+                                 ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
+void kv_halfs_to_floats_portable(float *dst, const uint16_t *src, ptrdiff_t n);
 float kv_exp_sub_sum_portable(float *x, ptrdiff_t n, float shift);
 void kv_swiglu_portable(float *gate, const float *up, ptrdiff_t n);
 void kv_rmsnorm_portable(float *dst, const float *x, const float *weight, ptrdiff_t n, float epsilon);
@@ -51,6 +64,8 @@ uint64_t kv_checksum64(const void *data, size_t count);
 
 /// 1 when the entry points run the AVX2+FMA bodies, else 0.
 int kv_uses_avx2(void);
+/// 1 when the half-weight entry points run the AVX2+FMA+F16C bodies, else 0.
+int kv_uses_f16c(void);
 
 #ifdef __cplusplus
 }

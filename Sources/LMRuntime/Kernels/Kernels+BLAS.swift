@@ -7,18 +7,27 @@ import Foundation
 /// Every kernel takes row-major ``Matrix`` views and writes into views it is
 /// given, so nothing here allocates. Shapes are stated as `[rows, cols]`.
 package enum Kernels {
+    /// `c = alpha * a · bᵀ + beta * c` for float32 `b` (see ``matmul(_:transposed:into:alpha:beta:scratch:)``).
+    package static func matmul(_ a: Matrix, transposed b: Matrix, into c: Matrix, alpha: Float = 1, beta: Float = 0) {
+        matmul(a, transposed: WeightMatrix(b), into: c, alpha: alpha, beta: beta)
+    }
+
     /// `c = alpha * a · bᵀ + beta * c`: the projection kernel (weights stored `[out, in]`).
     ///
-    /// A single-row `a` (decode) goes through `sgemv`, which streams `b` once.
+    /// Few rows of `a` (decode, short prefills) go through the skinny kernel, which streams each
+    /// weight row once, in float32 or half. More rows go to sgemm; half weights are then converted
+    /// a block of rows at a time into `scratch` (without scratch the skinny kernel takes any rows).
     /// - Parameters:
     ///   - a: activations `[M, K]`.
     ///   - b: weights `[N, K]`.
     ///   - c: output `[M, N]`; with `beta == 1` the product is added to it (residuals).
-    package static func matmul(_ a: Matrix, transposed b: Matrix, into c: Matrix,
-                              alpha: Float = 1, beta: Float = 0) {
+    ///   - scratch: conversion blocks for half weights (``HalfScratch``), one per band.
+    package static func matmul(_ a: Matrix, transposed b: WeightMatrix, into c: Matrix,
+                              alpha: Float = 1, beta: Float = 0, scratch: HalfScratch? = nil) {
         precondition(a.cols == b.cols && c.rows == a.rows && c.cols == b.rows, "matmul shape mismatch")
-        projectionBands(a, transposed: b) { cols in
-            singleThreadMatmul(a, transposed: b.rows(cols), into: c.columns(cols), alpha: alpha, beta: beta)
+        projectionBands(a, transposed: b) { band, cols in
+            singleThreadMatmul(a, transposed: b.rows(cols), into: c.columns(cols), alpha: alpha, beta: beta,
+                               block: scratch?.block(band))
         }
     }
 
@@ -29,15 +38,17 @@ package enum Kernels {
     ///   - a: activations `[M, K]`.
     ///   - b: stacked weights `[N₀ + N₁ + N₂, K]`.
     ///   - c0: `[M, N₀]`, receives the products with `b`'s first `N₀` rows; `c1`, `c2` the next ones.
-    package static func matmul(_ a: Matrix, transposed b: Matrix, into c0: Matrix, _ c1: Matrix, _ c2: Matrix) {
+    ///   - scratch: conversion blocks for half weights, as for ``matmul(_:transposed:into:alpha:beta:scratch:)``.
+    package static func matmul(_ a: Matrix, transposed b: WeightMatrix, into c0: Matrix, _ c1: Matrix, _ c2: Matrix,
+                              scratch: HalfScratch? = nil) {
         precondition(a.cols == b.cols && c0.cols + c1.cols + c2.cols == b.rows
             && c0.rows == a.rows && c1.rows == a.rows && c2.rows == a.rows, "matmul shape mismatch")
-        projectionBands(a, transposed: b) { cols in
+        projectionBands(a, transposed: b) { band, cols in
             func part(_ c: Matrix, from first: Int) {
                 let lower = max(cols.lowerBound, first), upper = min(cols.upperBound, first + c.cols)
                 guard lower < upper else { return }
                 singleThreadMatmul(a, transposed: b.rows(lower ..< upper), into: c.columns(lower - first ..< upper - first),
-                                   alpha: 1, beta: 0)
+                                   alpha: 1, beta: 0, block: scratch?.block(band))
             }
             part(c0, from: 0)
             part(c1, from: c0.cols)
@@ -51,7 +62,7 @@ package enum Kernels {
     /// Splits the output columns of `a · bᵀ` (the rows of `b`) into bands over the workers, so
     /// each weight row is read by one worker, and never the reduction, so every output sees
     /// the same arithmetic however many threads run.
-    private static func projectionBands(_ a: Matrix, transposed b: Matrix, _ body: (Range<Int>) -> Void) {
+    private static func projectionBands(_ a: Matrix, transposed b: WeightMatrix, _ body: (Int, Range<Int>) -> Void) {
         let minimumColumns = max(16, projectionSplitWork / max(1, a.rows * a.cols))
         parallelBands(b.rows, minimumPerBand: minimumColumns, alignment: 16, body)
     }
@@ -60,13 +71,38 @@ package enum Kernels {
     /// once) instead of OpenBLAS.
     package static let skinnyRowLimit = Int(ProcessInfo.processInfo.environment["KVSESSION_SKINNY_ROWS"] ?? "") ?? 32
 
-    /// ``matmul(_:transposed:into:alpha:beta:)`` on the calling thread only (called inside
+    /// ``matmul(_:transposed:into:alpha:beta:scratch:)`` on the calling thread only (called inside
     /// ``projectionBands(_:transposed:_:)``, which has created the pool).
-    static func singleThreadMatmul(_ a: Matrix, transposed b: Matrix, into c: Matrix, alpha: Float, beta: Float) {
+    /// - Parameter block: float32 scratch `[halfBlockRows, ≥ K]` for half weights and many rows.
+    static func singleThreadMatmul(_ a: Matrix, transposed b: WeightMatrix, into c: Matrix, alpha: Float, beta: Float,
+                                   block: Matrix?) {
         guard a.rows > 0, b.rows > 0 else { return }
-        if a.rows <= skinnyRowLimit {
-            kv_skinny_gemm(a.base, a.rowStride, a.rows, b.base, b.rowStride, b.rows, a.cols, c.base, c.rowStride, alpha, beta)
-        } else if a.rows == 1 {
+        switch b.storage {
+        case let .f32(w):
+            if a.rows <= skinnyRowLimit {
+                kv_skinny_gemm(a.base, a.rowStride, a.rows, w.base, w.rowStride, w.rows, a.cols, c.base, c.rowStride, alpha, beta)
+            } else {
+                sgemm(a, transposed: w, into: c, alpha: alpha, beta: beta)
+            }
+        case let .f16(w):
+            guard a.rows > skinnyRowLimit, let block else {
+                kv_skinny_gemm_f16(a.base, a.rowStride, a.rows, w.base, w.rowStride, w.rows, a.cols, c.base, c.rowStride, alpha, beta)
+                return
+            }
+            precondition(block.cols >= w.cols, "half conversion block too narrow")
+            for first in stride(from: 0, to: w.rows, by: block.rows) {
+                let rows = min(block.rows, w.rows - first), converted = block.rows(0 ..< rows).columns(0 ..< w.cols)
+                for r in 0 ..< rows {
+                    kv_halfs_to_floats(converted.base + r * converted.rowStride, w.base + (first + r) * w.rowStride, w.cols)
+                }
+                sgemm(a, transposed: converted, into: c.columns(first ..< first + rows), alpha: alpha, beta: beta)
+            }
+        }
+    }
+
+    /// OpenBLAS's `c = alpha * a · bᵀ + beta * c` (sgemv for one row).
+    private static func sgemm(_ a: Matrix, transposed b: Matrix, into c: Matrix, alpha: Float, beta: Float) {
+        if a.rows == 1 {
             cblas_sgemv(CblasRowMajor, CblasNoTrans, Int32(b.rows), Int32(b.cols), alpha,
                         b.base, Int32(b.rowStride), a.base, 1, beta, c.base, 1)
         } else {

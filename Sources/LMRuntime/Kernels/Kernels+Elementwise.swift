@@ -129,6 +129,9 @@ extension Kernels {
 
     /// Whether the elementwise kernels run their AVX2+FMA bodies on this machine.
     package static var usesAVX2: Bool { kv_uses_avx2() != 0 }
+
+    /// Whether projections over half weights run the AVX2+FMA+F16C bodies.
+    package static var usesF16C: Bool { kv_uses_f16c() != 0 }
 }
 
 /// The SIMD width of the Swift-side vector loops.

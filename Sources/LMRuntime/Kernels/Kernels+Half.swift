@@ -1,3 +1,4 @@
+import CKernels
 import Foundation
 
 extension Kernels {
@@ -88,6 +89,46 @@ extension Kernels {
                 let inverse: Float = scale == 0 ? 0 : 1 / scale
                 withUnsafeBytes(of: halfBits(scale).littleEndian) { data.append(contentsOf: $0) }
                 for v in values { data.append(UInt8(bitPattern: Int8(max(-127, min(127, (v * inverse).rounded()))))) }
+            }
+        }
+    }
+}
+
+extension Kernels {
+    /// Rows of half weights a long pass converts to float32 at a time before handing them to
+    /// sgemm: a block of `[halfBlockRows, cols]` floats stays in L2 while sgemm packs it.
+    package static let halfBlockRows = 128
+
+    /// Copies `source` into `destination` (same shape), converting between precisions: float32 to
+    /// half rounds to nearest (ties to even), half to float32 is exact.
+    package static func convert(_ source: WeightMatrix, into destination: WeightMatrix) {
+        precondition(source.rows == destination.rows && source.cols == destination.cols, "convert shape mismatch")
+        parallelBands(source.rows, minimumPerBand: 64) { rows in
+            for r in rows {
+                switch (source.storage, destination.storage) {
+                case let (.f32(a), .f32(b)):
+                    (b.base + r * b.rowStride).update(from: a.base + r * a.rowStride, count: a.cols)
+                case let (.f16(a), .f16(b)):
+                    (b.base + r * b.rowStride).update(from: a.base + r * a.rowStride, count: a.cols)
+                case let (.f16(a), .f32(b)):
+                    kv_halfs_to_floats(b.base + r * b.rowStride, a.base + r * a.rowStride, a.cols)
+                case let (.f32(a), .f16(b)):
+                    let from = a.base + r * a.rowStride, to = b.base + r * b.rowStride
+                    for c in 0 ..< a.cols { to[c] = halfBits(from[c]) }
+                }
+            }
+        }
+    }
+
+    /// Copies rows `ids` of `table` into consecutive rows of `out` as float32 (the embedding lookup).
+    package static func gatherRows(_ table: WeightMatrix, ids: ArraySlice<Int>, into out: Matrix) {
+        switch table.storage {
+        case let .f32(m): gatherRows(m, ids: ids, into: out)
+        case let .f16(m):
+            precondition(out.rows == ids.count && out.cols == m.cols, "gatherRows shape mismatch")
+            for (r, id) in ids.enumerated() {
+                precondition(id >= 0 && id < m.rows, "row id out of range")
+                kv_halfs_to_floats(out.base + r * out.rowStride, m.base + id * m.rowStride, m.cols)
             }
         }
     }

@@ -36,13 +36,20 @@ extension Kernels {
     /// (Prescott ... Sandybridge) happen not to. The same calls, with the same shapes, are exact.
     static func parallelBands(_ count: Int, minimumPerBand: Int, alignment: Int = 1,
                               _ body: (Range<Int>) -> Void) {
+        parallelBands(count, minimumPerBand: minimumPerBand, alignment: alignment) { _, range in body(range) }
+    }
+
+    /// ``parallelBands(_:minimumPerBand:alignment:_:)`` telling `body` the band's index too
+    /// (`0..<workerCount`): no two threads run the same band at once, so per-band scratch is private.
+    static func parallelBands(_ count: Int, minimumPerBand: Int, alignment: Int = 1,
+                              _ body: (Int, Range<Int>) -> Void) {
         let pool = pool   // created before any work, serial or not: it holds OpenBLAS to one thread
         let bands = max(1, min(workerCount, count / max(1, minimumPerBand)))
-        guard bands > 1 else { body(0 ..< count); return }
+        guard bands > 1 else { body(0, 0 ..< count); return }
         let participants = min(bands, threadCount)
         pool.run(participants: participants) { participant in
             for band in stride(from: participant, to: bands, by: participants) {
-                body(bandStart(band, of: bands, count: count, alignment: alignment)
+                body(band, bandStart(band, of: bands, count: count, alignment: alignment)
                     ..< bandStart(band + 1, of: bands, count: count, alignment: alignment))
             }
         }

@@ -55,12 +55,12 @@ public struct ModelCatalog: Sendable {
         return config
     }
 
-    /// Builds the weights a config describes (synthetic, checkpoint or GGUF).
+    /// Builds the weights a config describes (synthetic, checkpoint or GGUF) in its ``ModelConfig/weightPrecision``.
     public func weights(for config: ModelConfig) throws -> ModelWeights {
         switch config.weights {
         case let .synthetic(seed): return try .synthetic(config, seed: seed)
-        case let .checkpoint(path): return try .checkpoint(at: resolve(path))
-        case let .gguf(path): return try .gguf(at: resolve(path))
+        case let .checkpoint(path): return try ModelWeights.checkpoint(at: resolve(path)).converted(to: config.weightPrecision)
+        case let .gguf(path): return try ModelWeights.gguf(at: resolve(path)).converted(to: config.weightPrecision)
         }
     }
 

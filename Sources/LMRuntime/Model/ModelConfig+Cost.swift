@@ -16,9 +16,11 @@ extension ModelConfig {
     }
 
     /// Bytes of weights a decode step reads: every layer matrix and norm, the
-    /// classifier and the final norm (one embedding row is not counted).
+    /// classifier and the final norm (one embedding row is not counted). Matrices count
+    /// ``WeightPrecision/bytesPerWeight`` each (half for `.f16`); norm gains are float32.
     public var decodeWeightBytes: Int {
-        let perLayer = 2 * dim * dim + 2 * kvDim * dim + 3 * dim * hiddenDim + 2 * dim
-        return MemoryLayout<Float>.stride * (layerCount * perLayer + vocabSize * dim + dim)
+        let matrices = layerCount * (2 * dim * dim + 2 * kvDim * dim + 3 * dim * hiddenDim) + vocabSize * dim
+        let norms = layerCount * 2 * dim + dim
+        return weightPrecision.bytesPerWeight * matrices + MemoryLayout<Float>.stride * norms
     }
 }

@@ -31,6 +31,10 @@ public struct ModelConfig: Codable, Sendable, Equatable {
     public var tokenizer: String?
     /// Where the weights come from.
     public var weights: WeightSource
+    /// How the weight matrices are kept in memory (default `.f32`; JSON key `weightPrecision`,
+    /// written only when it is not `f32`). Loaders read float32 and convert (see
+    /// ``ModelWeights/converted(to:memoryLimit:)``).
+    public var weightPrecision: WeightPrecision
 
     /// The origin of a model's weights.
     public enum WeightSource: Codable, Sendable, Equatable {
@@ -50,7 +54,8 @@ public struct ModelConfig: Codable, Sendable, Equatable {
     /// A config with the given dimensions.
     public init(name: String, dim: Int, hiddenDim: Int, layerCount: Int, headCount: Int, kvHeadCount: Int,
                 vocabSize: Int, contextLength: Int, normEpsilon: Float = 1e-5, ropeTheta: Float = 10000,
-                sharedClassifier: Bool = true, tokenizer: String? = nil, weights: WeightSource = .synthetic(seed: 0)) {
+                sharedClassifier: Bool = true, tokenizer: String? = nil, weights: WeightSource = .synthetic(seed: 0),
+                weightPrecision: WeightPrecision = .f32) {
         self.name = name
         self.dim = dim
         self.hiddenDim = hiddenDim
@@ -64,14 +69,15 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         self.sharedClassifier = sharedClassifier
         self.tokenizer = tokenizer
         self.weights = weights
+        self.weightPrecision = weightPrecision
     }
 
     private enum CodingKeys: String, CodingKey {
         case name, dim, hiddenDim, layerCount, headCount, kvHeadCount, vocabSize, contextLength
-        case normEpsilon, ropeTheta, sharedClassifier, tokenizer, weights
+        case normEpsilon, ropeTheta, sharedClassifier, tokenizer, weights, weightPrecision
     }
 
-    /// Decodes a config; `normEpsilon`, `ropeTheta` and `sharedClassifier` are optional.
+    /// Decodes a config; `normEpsilon`, `ropeTheta`, `sharedClassifier` and `weightPrecision` are optional.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(name: try c.decode(String.self, forKey: .name),
@@ -86,7 +92,28 @@ public struct ModelConfig: Codable, Sendable, Equatable {
                   ropeTheta: try c.decodeIfPresent(Float.self, forKey: .ropeTheta) ?? 10000,
                   sharedClassifier: try c.decodeIfPresent(Bool.self, forKey: .sharedClassifier) ?? true,
                   tokenizer: try c.decodeIfPresent(String.self, forKey: .tokenizer),
-                  weights: try c.decode(WeightSource.self, forKey: .weights))
+                  weights: try c.decode(WeightSource.self, forKey: .weights),
+                  weightPrecision: try c.decodeIfPresent(WeightPrecision.self, forKey: .weightPrecision) ?? .f32)
+    }
+
+    /// Encodes a config; `weightPrecision` only when it is not the default, so float32 configs
+    /// (and the fingerprints hashed from them) read as they always have.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(dim, forKey: .dim)
+        try c.encode(hiddenDim, forKey: .hiddenDim)
+        try c.encode(layerCount, forKey: .layerCount)
+        try c.encode(headCount, forKey: .headCount)
+        try c.encode(kvHeadCount, forKey: .kvHeadCount)
+        try c.encode(vocabSize, forKey: .vocabSize)
+        try c.encode(contextLength, forKey: .contextLength)
+        try c.encode(normEpsilon, forKey: .normEpsilon)
+        try c.encode(ropeTheta, forKey: .ropeTheta)
+        try c.encode(sharedClassifier, forKey: .sharedClassifier)
+        try c.encodeIfPresent(tokenizer, forKey: .tokenizer)
+        try c.encode(weights, forKey: .weights)
+        if weightPrecision != .f32 { try c.encode(weightPrecision, forKey: .weightPrecision) }
     }
 
     /// Parameters in the weight matrices and norms (classifier counted once when shared).

@@ -26,17 +26,26 @@ public struct ModelFingerprint: Hashable, Sendable, CustomStringConvertible {
         encoder.outputFormatting = .sortedKeys
         // A config always encodes (plain values); an empty string would still be hashed consistently.
         hash.update(data: (try? encoder.encode(weights.config)) ?? Data())
-        let storage = weights.storage
-        let count = UInt64(storage.count)
+        let floats = weights.storage
+        let count = UInt64(floats.count)
         hash.update(data: (0 ..< 8).map { UInt8(truncatingIfNeeded: count >> (8 * $0)) })
-        let samples = min(storage.count, Self.sampleCount)
+        let samples = min(floats.count, Self.sampleCount)
         var sample = [UInt8]()
         sample.reserveCapacity(4 * samples)
         for i in 0 ..< samples {
-            let bits = storage[i * storage.count / samples].bitPattern
+            let bits = floats[i * floats.count / samples].bitPattern
             for shift in stride(from: 0, to: 32, by: 8) { sample.append(UInt8(truncatingIfNeeded: bits >> shift)) }
         }
         hash.update(data: sample)
+        // Half-precision matrices live in their own buffer (the float one then holds the norms).
+        if let halfs = weights.halfStorage {
+            let halfSamples = min(halfs.count, Self.sampleCount)
+            hash.update(data: (0 ..< 8).map { UInt8(truncatingIfNeeded: UInt64(halfs.count) >> (8 * $0)) })
+            hash.update(data: (0 ..< halfSamples).flatMap { i -> [UInt8] in
+                let bits = halfs[i * halfs.count / halfSamples]
+                return [UInt8(truncatingIfNeeded: bits), UInt8(truncatingIfNeeded: bits >> 8)]
+            })
+        }
         bytes = Array(hash.finalize())
     }
 

@@ -43,19 +43,19 @@ extension ModelWeights {
             }
         }
         let h = c.hiddenDim
-        read([weights.tokenEmbedding])
+        read([weights.tokenEmbedding.floats])
         read(weights.layers.map(\.attentionNorm))
-        read(weights.layers.map(\.wq))
-        read(weights.layers.map(\.wk))
-        read(weights.layers.map(\.wv))
-        read(weights.layers.map(\.wo))
+        read(weights.layers.map(\.wq.floats))
+        read(weights.layers.map(\.wk.floats))
+        read(weights.layers.map(\.wv.floats))
+        read(weights.layers.map(\.wo.floats))
         read(weights.layers.map(\.ffnNorm))
-        read(weights.layers.map { $0.gateUp.rows(0 ..< h) })   // W1, the gate
-        read(weights.layers.map(\.down))                      // W2
-        read(weights.layers.map { $0.gateUp.rows(h ..< 2 * h) }) // W3, the up projection
+        read(weights.layers.map { $0.gateUp.rows(0 ..< h).floats })   // W1, the gate
+        read(weights.layers.map(\.down.floats))                      // W2
+        read(weights.layers.map { $0.gateUp.rows(h ..< 2 * h).floats }) // W3, the up projection
         read([weights.finalNorm])
         offset += 4 * c.contextLength * c.headDim             // obsolete cos and sin tables
-        if !c.sharedClassifier { read([weights.classifier]) }
+        if !c.sharedClassifier { read([weights.classifier.floats]) }
         return weights
     }
 
@@ -94,16 +94,16 @@ extension ModelWeights {
                       c.sharedClassifier ? c.vocabSize : -c.vocabSize, c.contextLength]
         for value in header { withUnsafeBytes(of: Int32(value).littleEndian) { data.append(contentsOf: $0) } }
         func write(_ matrices: [Matrix]) { for m in matrices { Kernels.appendLittleEndianFloats(m, to: &data) } }
-        write([tokenEmbedding])
+        write([tokenEmbedding.floatMatrix()])
         write(layers.map(\.attentionNorm))
-        write(layers.map(\.wq))
-        write(layers.map(\.wk))
-        write(layers.map(\.wv))
-        write(layers.map(\.wo))
+        write(layers.map { $0.wq.floatMatrix() })
+        write(layers.map { $0.wk.floatMatrix() })
+        write(layers.map { $0.wv.floatMatrix() })
+        write(layers.map { $0.wo.floatMatrix() })
         write(layers.map(\.ffnNorm))
-        write(layers.map { $0.gateUp.rows(0 ..< h) })
-        write(layers.map(\.down))
-        write(layers.map { $0.gateUp.rows(h ..< 2 * h) })
+        write(layers.map { $0.gateUp.rows(0 ..< h).floatMatrix() })
+        write(layers.map { $0.down.floatMatrix() })
+        write(layers.map { $0.gateUp.rows(h ..< 2 * h).floatMatrix() })
         write([finalNorm])
         // llama2.c's legacy format still carries its RoPE tables; store the real values.
         let tables = Matrix.zeros(rows: c.contextLength, cols: c.headDim / 2)
@@ -111,7 +111,7 @@ extension ModelWeights {
         write([tables])
         Kernels.copy(ropeSin, into: tables)
         write([tables])
-        if !c.sharedClassifier { write([classifier]) }
+        if !c.sharedClassifier { write([classifier.floatMatrix()]) }
         return data
     }
 }

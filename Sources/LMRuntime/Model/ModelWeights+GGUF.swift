@@ -90,20 +90,24 @@ extension ModelWeights {
                            sharedClassifier: file.tensor(named: "output.weight") == nil, weights: .gguf(path: path))
     }
 
-    /// Every weight under its llama.cpp tensor name, as views into this model's storage.
+    /// Every weight under its llama.cpp tensor name, as float32 views into this model's storage
+    /// (copies, for the writer, when the matrices are halfs).
     private func ggufTensors() -> [(name: String, matrix: Matrix, vector: Bool)] {
         let h = config.hiddenDim
-        var out = [(name: "token_embd.weight", matrix: tokenEmbedding, vector: false)]
+        var out = [(name: "token_embd.weight", matrix: tokenEmbedding.floatMatrix(), vector: false)]
         for (i, layer) in layers.enumerated() {
-            out += [("blk.\(i).attn_norm.weight", layer.attentionNorm, true), ("blk.\(i).attn_q.weight", layer.wq, false),
-                    ("blk.\(i).attn_k.weight", layer.wk, false), ("blk.\(i).attn_v.weight", layer.wv, false),
-                    ("blk.\(i).attn_output.weight", layer.wo, false), ("blk.\(i).ffn_norm.weight", layer.ffnNorm, true),
-                    ("blk.\(i).ffn_gate.weight", layer.gateUp.rows(0 ..< h), false),
-                    ("blk.\(i).ffn_up.weight", layer.gateUp.rows(h ..< 2 * h), false),
-                    ("blk.\(i).ffn_down.weight", layer.down, false)]
+            out += [("blk.\(i).attn_norm.weight", layer.attentionNorm, true),
+                    ("blk.\(i).attn_q.weight", layer.wq.floatMatrix(), false),
+                    ("blk.\(i).attn_k.weight", layer.wk.floatMatrix(), false),
+                    ("blk.\(i).attn_v.weight", layer.wv.floatMatrix(), false),
+                    ("blk.\(i).attn_output.weight", layer.wo.floatMatrix(), false),
+                    ("blk.\(i).ffn_norm.weight", layer.ffnNorm, true),
+                    ("blk.\(i).ffn_gate.weight", layer.gateUp.rows(0 ..< h).floatMatrix(), false),
+                    ("blk.\(i).ffn_up.weight", layer.gateUp.rows(h ..< 2 * h).floatMatrix(), false),
+                    ("blk.\(i).ffn_down.weight", layer.down.floatMatrix(), false)]
         }
         out.append(("output_norm.weight", finalNorm, true))
-        if !config.sharedClassifier { out.append(("output.weight", classifier, false)) }
+        if !config.sharedClassifier { out.append(("output.weight", classifier.floatMatrix(), false)) }
         return out
     }
 

@@ -18,18 +18,23 @@ extension ModelWeights {
     /// - Throws: ``ModelLoadError/invalidDimensions(_:)`` when the config is impossible,
     ///   ``ModelLoadError/exceedsMemoryLimit(_:limitBytes:)`` when it would not fit.
     public static func synthetic(_ config: ModelConfig, seed: UInt64, memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
+        guard config.weightPrecision == .f32 else {   // generated in float32, then rounded once
+            var f32 = config
+            f32.weightPrecision = .f32
+            return try synthetic(f32, seed: seed, memoryLimit: memoryLimit).converted(to: config.weightPrecision, memoryLimit: memoryLimit)
+        }
         let weights = try ModelWeights(zeroedFor: config, memoryLimit: memoryLimit)
         let residualDamping = 1 / Float(2 * config.layerCount).squareRoot()
         func unit(_ fanIn: Int) -> Float { (3 / Float(fanIn)).squareRoot() }
-        var jobs: [(Matrix, Float)] = [(weights.tokenEmbedding, Float(3).squareRoot())]
+        var jobs: [(Matrix, Float)] = [(weights.tokenEmbedding.floats, Float(3).squareRoot())]
         for layer in weights.layers {
-            jobs += [(layer.wq, unit(config.dim)), (layer.wk, unit(config.dim)), (layer.wv, unit(config.dim)),
-                     (layer.wo, unit(config.dim) * residualDamping), (layer.gateUp, unit(config.dim)),
-                     (layer.down, unit(config.hiddenDim) * residualDamping)]
+            jobs += [(layer.wq.floats, unit(config.dim)), (layer.wk.floats, unit(config.dim)), (layer.wv.floats, unit(config.dim)),
+                     (layer.wo.floats, unit(config.dim) * residualDamping), (layer.gateUp.floats, unit(config.dim)),
+                     (layer.down.floats, unit(config.hiddenDim) * residualDamping)]
             Kernels.fill(layer.attentionNorm, with: 1)
             Kernels.fill(layer.ffnNorm, with: 1)
         }
-        if !config.sharedClassifier { jobs.append((weights.classifier, 2.5 * unit(config.dim))) }
+        if !config.sharedClassifier { jobs.append((weights.classifier.floats, 2.5 * unit(config.dim))) }
         Kernels.fill(weights.finalNorm, with: 1)
         // Split big matrices into row bands so both cores stay busy; each band has its own stream.
         var bands: [(Matrix, UInt64, Float)] = []

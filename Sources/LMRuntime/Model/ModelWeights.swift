@@ -1,51 +1,57 @@
 import Foundation
 
-/// The float32 weights of one transformer block. Shapes are `[rows, cols]`, rows = outputs.
+/// The weights of one transformer block. Shapes are `[rows, cols]`, rows = outputs; the matrices
+/// are in the model's ``WeightPrecision``, the norm gains always float32.
 public struct LayerWeights: Sendable {
     /// RMSNorm gains before attention, `[1, dim]`.
     public let attentionNorm: Matrix
     /// Query, key and value projections stacked, `[dim + 2 * kvDim, dim]`: one GEMM for all three.
-    public let qkv: Matrix
+    public let qkv: WeightMatrix
     /// Query projection, `[dim, dim]` (the first rows of ``qkv``).
-    public var wq: Matrix { qkv.rows(0 ..< qkv.cols) }
+    public var wq: WeightMatrix { qkv.rows(0 ..< qkv.cols) }
     /// Key projection, `[kvDim, dim]` (the middle rows of ``qkv``).
-    public var wk: Matrix { qkv.rows(qkv.cols ..< qkv.cols + kvDim) }
+    public var wk: WeightMatrix { qkv.rows(qkv.cols ..< qkv.cols + kvDim) }
     /// Value projection, `[kvDim, dim]` (the last rows of ``qkv``).
-    public var wv: Matrix { qkv.rows(qkv.cols + kvDim ..< qkv.rows) }
+    public var wv: WeightMatrix { qkv.rows(qkv.cols + kvDim ..< qkv.rows) }
     /// Attention output projection, `[dim, dim]`.
-    public let wo: Matrix
+    public let wo: WeightMatrix
     /// RMSNorm gains before the feed-forward block, `[1, dim]`.
     public let ffnNorm: Matrix
     /// Gate (W1) and up (W3) projections stacked, `[2 * hiddenDim, dim]`: one GEMM for both.
-    public let gateUp: Matrix
+    public let gateUp: WeightMatrix
     /// Down projection (W2), `[dim, hiddenDim]`.
-    public let down: Matrix
+    public let down: WeightMatrix
 
     private var kvDim: Int { (qkv.rows - qkv.cols) / 2 }
 }
 
-/// All weights of a model in one buffer, plus the RoPE tables derived from its config.
+/// All weights of a model in one or two buffers, plus the RoPE tables derived from its config.
 ///
-/// Immutable once built, so one instance can back any number of ``Transformer``s.
+/// Float32 models keep everything in one buffer, in llama2.c's order. Half-precision models
+/// (``ModelConfig/weightPrecision`` `.f16`) keep the matrices in a buffer of halfs and the norm
+/// gains in a small float buffer. Immutable once built, so one instance can back any number of
+/// ``Transformer``s.
 public final class ModelWeights: Sendable {
-    /// The dimensions these weights were built for.
+    /// The dimensions these weights were built for (with their ``ModelConfig/weightPrecision``).
     public let config: ModelConfig
     /// Token embedding, `[vocabSize, dim]`.
-    public let tokenEmbedding: Matrix
+    public let tokenEmbedding: WeightMatrix
     /// Per-layer weights, layer 0 first.
     public let layers: [LayerWeights]
     /// Final RMSNorm gains, `[1, dim]`.
     public let finalNorm: Matrix
     /// Output classifier, `[vocabSize, dim]` (the embedding itself when shared).
-    public let classifier: Matrix
+    public let classifier: WeightMatrix
     /// `cos(position · θ_i)`, `[contextLength, headDim / 2]`.
     public let ropeCos: Matrix
     /// `sin(position · θ_i)`, `[contextLength, headDim / 2]`.
     public let ropeSin: Matrix
-    /// The single buffer holding every weight.
+    /// The float32 weights: all of them, or only the norm gains when the matrices are halfs.
     let storage: FloatBuffer
+    /// The weight matrices of a half-precision model.
+    let halfStorage: HalfBuffer?
 
-    /// Allocates zeroed weights laid out for `config`.
+    /// Allocates zeroed weights laid out for `config`, in its ``ModelConfig/weightPrecision``.
     /// - Throws: ``ModelLoadError/invalidDimensions(_:)`` when the config is impossible,
     ///   ``ModelLoadError/exceedsMemoryLimit(_:limitBytes:)`` when running it would not fit in
     ///   `memoryLimit` (checked before allocating anything), ``ModelLoadError/allocationFailed(bytes:)``.
@@ -54,31 +60,72 @@ public final class ModelWeights: Sendable {
         try config.checkResources(limit: memoryLimit)
         self.config = config
         let d = config.dim, kv = config.kvDim, h = config.hiddenDim
-        let perLayer = 2 * d + 2 * d * d + 2 * kv * d + 3 * d * h
-        let embedding = config.vocabSize * d
-        let total = embedding * (config.sharedClassifier ? 1 : 2) + config.layerCount * perLayer + d
-        let buffer: FloatBuffer
-        do { buffer = try FloatBuffer(checkedCount: total) } catch {
-            throw ModelLoadError.allocationFailed(bytes: total * MemoryLayout<Float>.stride)
+        let vectors = config.layerCount * 2 * d + d
+        let matrices = config.parameterCount - vectors
+        let half = config.weightPrecision == .f16
+        let floats: FloatBuffer, halfs: HalfBuffer?
+        do {
+            floats = try FloatBuffer(checkedCount: half ? vectors : vectors + matrices)
+            halfs = half ? try HalfBuffer(checkedCount: matrices) : nil
+        } catch {
+            throw ModelLoadError.allocationFailed(bytes: vectors * 4 + matrices * config.weightPrecision.bytesPerWeight)
         }
-        var cursor = 0
-        func take(_ rows: Int, _ cols: Int) -> Matrix {
-            defer { cursor += rows * cols }
-            return Matrix(buffer: buffer, offset: cursor, rows: rows, cols: cols)
+        var floatCursor = 0, halfCursor = 0
+        func vector(_ count: Int) -> Matrix {
+            defer { floatCursor += count }
+            return Matrix(buffer: floats, offset: floatCursor, rows: 1, cols: count)
         }
-        tokenEmbedding = take(config.vocabSize, d)
+        func matrix(_ rows: Int, _ cols: Int) -> WeightMatrix {
+            if let halfs {
+                defer { halfCursor += rows * cols }
+                return WeightMatrix(HalfMatrix(buffer: halfs, offset: halfCursor, rows: rows, cols: cols))
+            }
+            defer { floatCursor += rows * cols }
+            return WeightMatrix(Matrix(buffer: floats, offset: floatCursor, rows: rows, cols: cols))
+        }
+        tokenEmbedding = matrix(config.vocabSize, d)
         layers = (0 ..< config.layerCount).map { _ in
-            LayerWeights(attentionNorm: take(1, d), qkv: take(d + 2 * kv, d),
-                         wo: take(d, d), ffnNorm: take(1, d), gateUp: take(2 * h, d), down: take(d, h))
+            LayerWeights(attentionNorm: vector(d), qkv: matrix(d + 2 * kv, d),
+                         wo: matrix(d, d), ffnNorm: vector(d), gateUp: matrix(2 * h, d), down: matrix(d, h))
         }
-        finalNorm = take(1, d)
-        classifier = config.sharedClassifier ? tokenEmbedding : take(config.vocabSize, d)
-        storage = buffer
+        finalNorm = vector(d)
+        classifier = config.sharedClassifier ? tokenEmbedding : matrix(config.vocabSize, d)
+        storage = floats
+        halfStorage = halfs
         (ropeCos, ropeSin) = Self.ropeTables(config)
     }
 
     /// Total bytes of weights.
-    public var byteCount: Int { storage.byteCount }
+    public var byteCount: Int { storage.byteCount + (halfStorage?.count ?? 0) * MemoryLayout<UInt16>.stride }
+
+    /// How the weight matrices are stored.
+    public var precision: WeightPrecision { config.weightPrecision }
+
+    /// These weights in `precision`: `self` when they already are, else a new copy (each weight
+    /// rounded to the nearest half for `.f16`; exact back to `.f32`). Norm gains stay float32.
+    /// - Parameters:
+    ///   - precision: the precision wanted.
+    ///   - memoryLimit: the most bytes running the converted model may need (checked first).
+    /// - Throws: ``ModelLoadError`` when the copy does not fit or cannot be allocated.
+    public func converted(to precision: WeightPrecision, memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
+        guard precision != self.precision else { return self }
+        var target = config
+        target.weightPrecision = precision
+        let out = try ModelWeights(zeroedFor: target, memoryLimit: memoryLimit)
+        func copy(_ from: WeightMatrix, _ to: WeightMatrix) { Kernels.convert(from, into: to) }
+        copy(tokenEmbedding, out.tokenEmbedding)
+        for (a, b) in zip(layers, out.layers) {
+            Kernels.copy(a.attentionNorm, into: b.attentionNorm)
+            Kernels.copy(a.ffnNorm, into: b.ffnNorm)
+            copy(a.qkv, b.qkv)
+            copy(a.wo, b.wo)
+            copy(a.gateUp, b.gateUp)
+            copy(a.down, b.down)
+        }
+        Kernels.copy(finalNorm, into: out.finalNorm)
+        if !config.sharedClassifier { copy(classifier, out.classifier) }
+        return out
+    }
 
     // RoPE angles computed in float32 exactly as llama2.c's run.c does, so
     // positions agree with the reference bit for bit before the trig call.

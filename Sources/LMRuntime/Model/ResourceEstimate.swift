@@ -33,11 +33,16 @@ extension ModelConfig {
                                  workers: Int = Transformer.workerCount) -> ResourceEstimate {
         let float = Double(MemoryLayout<Float>.stride)
         let batch = Double(max(1, min(maxBatch, contextLength)))
-        let weights = parameterMagnitude + Double(contextLength) * Double(headDim)   // + cos and sin tables
+        // Norm gains and the cos and sin tables are float32; the matrices take the precision's bytes.
+        let vectors = Double(layerCount) * 2 * Double(dim) + Double(dim)
+        let weights = vectors + (parameterMagnitude - vectors) * Double(weightPrecision.bytesPerWeight) / float
+            + Double(contextLength) * Double(headDim)
         let attentionRows = Double(min(max(1, workers), kvHeadCount)) * Double(headCount / max(1, kvHeadCount))
             * Double(Kernels.attentionBlockRows)
         let scratch = batch * (4 * Double(dim) + 2 * Double(hiddenDim)) + Double(vocabSize)
             + attentionRows * (Double(min(contextLength, Kernels.attentionKeyTile)) + 2 * Double(headDim) + 2)
+            + (weightPrecision == .f16 && Int(batch) > Kernels.skinnyRowLimit   // half weights' conversion blocks
+                ? Double(Kernels.workerCount * Kernels.halfBlockRows) * Double(max(dim, hiddenDim)) : 0)
         let kv = 2 * Double(layerCount) * Double(kvHeadCount) * Double(dim / max(1, headCount)) * Double(contextLength)
         func bytes(_ floats: Double) -> Int { floats * float >= Double(Int.max) ? .max : Int(floats * float) }
         return ResourceEstimate(weightBytes: bytes(weights), scratchBytes: bytes(scratch), contextKVBytes: bytes(kv))

@@ -6,6 +6,7 @@ final class Workspace {
     let gateUp: Matrix                          // [maxBatch, 2 * hiddenDim]
     let attentionScratch: AttentionScratch     // per-worker score rows and stacked heads
     let logits: Matrix                          // [1, vocabSize]
+    let halfBlocks: HalfScratch?                // f16 weights, long passes: [workers · halfBlockRows, max(dim, hiddenDim)]
 
     init(_ c: ModelConfig, maxBatch: Int) {
         x = .zeros(rows: maxBatch, cols: c.dim)
@@ -16,6 +17,8 @@ final class Workspace {
         attentionScratch = AttentionScratch(headCount: c.headCount, kvHeadCount: c.kvHeadCount, headDim: c.headDim,
                                             contextLength: c.contextLength, workers: Kernels.workerCount)
         logits = .zeros(rows: 1, cols: c.vocabSize)
+        halfBlocks = c.weightPrecision == .f16 && maxBatch > Kernels.skinnyRowLimit
+            ? HalfScratch(width: max(c.dim, c.hiddenDim)) : nil
     }
 }
 
@@ -130,22 +133,22 @@ public final class Transformer: @unchecked Sendable {
         let c = config, w = weights, s = workspace
         let t = tokens.count, start = cache.count, end = start + t
         let x = s.x.rows(0 ..< t), normed = s.normed.rows(0 ..< t), q = s.queries.rows(0 ..< t)
-        let attended = s.attended.rows(0 ..< t), gateUp = s.gateUp.rows(0 ..< t)
+        let attended = s.attended.rows(0 ..< t), gateUp = s.gateUp.rows(0 ..< t), h = s.halfBlocks
         Kernels.gatherRows(w.tokenEmbedding, ids: tokens, into: x)                      // embed
         for (l, layer) in w.layers.enumerated() {
             let keys = cache.keys(layer: l).rows(0 ..< end), values = cache.values(layer: l).rows(0 ..< end)
             let newKeys = keys.rows(start ..< end), newValues = values.rows(start ..< end)
             Kernels.rmsNorm(x, weight: layer.attentionNorm, epsilon: c.normEpsilon, into: normed) // attention norm
-            Kernels.matmul(normed, transposed: layer.qkv, into: q, newKeys, newValues)     // Q, and K/V straight into the cache
+            Kernels.matmul(normed, transposed: layer.qkv, into: q, newKeys, newValues, scratch: h) // Q, and K/V into the cache
             Kernels.rope(q, headDim: c.headDim, startPosition: start, cos: w.ropeCos, sin: w.ropeSin)
             Kernels.rope(newKeys, headDim: c.headDim, startPosition: start, cos: w.ropeCos, sin: w.ropeSin)
             Kernels.causalAttention(queries: q, keys: keys, values: values, output: attended,
                                     scratch: s.attentionScratch, headCount: c.headCount, kvHeadCount: c.kvHeadCount)
-            Kernels.matmul(attended, transposed: layer.wo, into: x, beta: 1)              // output projection + residual
+            Kernels.matmul(attended, transposed: layer.wo, into: x, beta: 1, scratch: h)  // output projection + residual
             Kernels.rmsNorm(x, weight: layer.ffnNorm, epsilon: c.normEpsilon, into: normed) // FFN norm
-            Kernels.matmul(normed, transposed: layer.gateUp, into: gateUp)                 // gate | up
+            Kernels.matmul(normed, transposed: layer.gateUp, into: gateUp, scratch: h)     // gate | up
             Kernels.swiGLU(gateUp)                                                        // silu(gate) * up
-            Kernels.matmul(gateUp.columns(0 ..< c.hiddenDim), transposed: layer.down, into: x, beta: 1) // down + residual
+            Kernels.matmul(gateUp.columns(0 ..< c.hiddenDim), transposed: layer.down, into: x, beta: 1, scratch: h) // down + residual
         }
         let last = s.normed.row(0)                                                          // only the last row's logits are read
         Kernels.rmsNorm(x.row(t - 1), weight: w.finalNorm, epsilon: c.normEpsilon, into: last) // final norm

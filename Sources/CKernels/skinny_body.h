@@ -1,0 +1,144 @@
+// The skinny-GEMM bodies, written once for any weight element type. skinny.c includes this file
+// once per type after defining:
+//   SKINNY_W          the weight element type (float, uint16_t for IEEE half)
+//   SKINNY_NAME(n)    n with the type's suffix
+//   SKINNY_SCALAR(p)  the float value of the element at p (portable)
+//   SKINNY_LOAD8(p)   eight elements at p as a __m256 (x86-64 body)
+//   SKINNY_TAIL(p)    the float value of the element at p (x86-64 body)
+//   SKINNY_TARGET     the instruction sets the x86-64 body needs
+// Converting a half to a float is exact, so each element's arithmetic is that of the float body
+// on the converted weights, operation for operation.
+
+static void SKINNY_NAME(portable)(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const SKINNY_W *w, ptrdiff_t ldw,
+                                  ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta) {
+    ptrdiff_t end = k - k % 8;
+    for (ptrdiff_t n = 0; n < outputs; n++) {
+        const SKINNY_W *wn = w + n * ldw;
+        for (ptrdiff_t t = 0; t < rows; t++) {
+            const float *xt = x + t * ldx;
+            float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            for (ptrdiff_t i = 0; i < end; i += 8)
+                for (int l = 0; l < 8; l++) lane[l] += xt[i + l] * SKINNY_SCALAR(wn + i + l);
+            float dot = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+            for (ptrdiff_t i = end; i < k; i++) dot += xt[i] * SKINNY_SCALAR(wn + i);
+            float *out = y + t * ldy + n;
+            *out = finish(dot, alpha, beta, out);
+        }
+    }
+}
+
+#if KV_X86
+#define SKINNY_FN __attribute__((target(SKINNY_TARGET))) static
+#define SKINNY_INLINE __attribute__((target(SKINNY_TARGET), always_inline)) static inline
+
+SKINNY_INLINE float SKINNY_NAME(tail)(const float *xt, const SKINNY_W *wn, ptrdiff_t from, ptrdiff_t k, float dot) {
+    for (ptrdiff_t i = from; i < k; i++) dot = fmaf(xt[i], SKINNY_TAIL(wn + i), dot);
+    return dot;
+}
+
+// Four weight rows by two activation rows: 8 accumulators, each weight vector loaded once per
+// k step and used twice, each activation vector used four times.
+SKINNY_FN void SKINNY_NAME(tile4x2)(const float *x, ptrdiff_t ldx, const SKINNY_W *w, ptrdiff_t ldw, ptrdiff_t k,
+                                    float *y, ptrdiff_t ldy, float alpha, float beta) {
+    ptrdiff_t end = k - k % 8;
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+    const float *x0 = x, *x1 = x + ldx;
+    const SKINNY_W *w0 = w, *w1 = w + ldw, *w2 = w + 2 * ldw, *w3 = w + 3 * ldw;
+    for (ptrdiff_t i = 0; i < end; i += 8) {
+        __m256 v0 = _mm256_loadu_ps(x0 + i), v1 = _mm256_loadu_ps(x1 + i), r;
+        r = SKINNY_LOAD8(w0 + i); a00 = _mm256_fmadd_ps(v0, r, a00); a01 = _mm256_fmadd_ps(v1, r, a01);
+        r = SKINNY_LOAD8(w1 + i); a10 = _mm256_fmadd_ps(v0, r, a10); a11 = _mm256_fmadd_ps(v1, r, a11);
+        r = SKINNY_LOAD8(w2 + i); a20 = _mm256_fmadd_ps(v0, r, a20); a21 = _mm256_fmadd_ps(v1, r, a21);
+        r = SKINNY_LOAD8(w3 + i); a30 = _mm256_fmadd_ps(v0, r, a30); a31 = _mm256_fmadd_ps(v1, r, a31);
+    }
+    __m256 acc[4][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
+    for (int n = 0; n < 4; n++)
+        for (int t = 0; t < 2; t++) {
+            float *out = y + t * ldy + n;
+            *out = finish(SKINNY_NAME(tail)(x + t * ldx, w + n * ldw, end, k, reduce8(acc[n][t])), alpha, beta, out);
+        }
+}
+
+// Four weight rows by three activation rows: 12 accumulators, enough independent FMAs to cover
+// the FMA latency on two pipes; 7 loads per 12 FMAs.
+SKINNY_FN void SKINNY_NAME(tile4x3)(const float *x, ptrdiff_t ldx, const SKINNY_W *w, ptrdiff_t ldw, ptrdiff_t k,
+                                    float *y, ptrdiff_t ldy, float alpha, float beta) {
+    ptrdiff_t end = k - k % 8;
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a10 = a00, a11 = a00, a12 = a00;
+    __m256 a20 = a00, a21 = a00, a22 = a00, a30 = a00, a31 = a00, a32 = a00;
+    const float *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx;
+    const SKINNY_W *w0 = w, *w1 = w + ldw, *w2 = w + 2 * ldw, *w3 = w + 3 * ldw;
+    for (ptrdiff_t i = 0; i < end; i += 8) {
+        __m256 v0 = _mm256_loadu_ps(x0 + i), v1 = _mm256_loadu_ps(x1 + i), v2 = _mm256_loadu_ps(x2 + i), r;
+        r = SKINNY_LOAD8(w0 + i);
+        a00 = _mm256_fmadd_ps(v0, r, a00); a01 = _mm256_fmadd_ps(v1, r, a01); a02 = _mm256_fmadd_ps(v2, r, a02);
+        r = SKINNY_LOAD8(w1 + i);
+        a10 = _mm256_fmadd_ps(v0, r, a10); a11 = _mm256_fmadd_ps(v1, r, a11); a12 = _mm256_fmadd_ps(v2, r, a12);
+        r = SKINNY_LOAD8(w2 + i);
+        a20 = _mm256_fmadd_ps(v0, r, a20); a21 = _mm256_fmadd_ps(v1, r, a21); a22 = _mm256_fmadd_ps(v2, r, a22);
+        r = SKINNY_LOAD8(w3 + i);
+        a30 = _mm256_fmadd_ps(v0, r, a30); a31 = _mm256_fmadd_ps(v1, r, a31); a32 = _mm256_fmadd_ps(v2, r, a32);
+    }
+    __m256 acc[4][3] = {{a00, a01, a02}, {a10, a11, a12}, {a20, a21, a22}, {a30, a31, a32}};
+    for (int n = 0; n < 4; n++)
+        for (int t = 0; t < 3; t++) {
+            float *out = y + t * ldy + n;
+            *out = finish(SKINNY_NAME(tail)(x + t * ldx, w + n * ldw, end, k, reduce8(acc[n][t])), alpha, beta, out);
+        }
+}
+
+// One weight row by one activation row: the edges, with the same arithmetic per element.
+SKINNY_FN void SKINNY_NAME(tile1x1)(const float *x, const SKINNY_W *w, ptrdiff_t k, float *y, float alpha, float beta) {
+    ptrdiff_t end = k - k % 8;
+    __m256 a = _mm256_setzero_ps();
+    for (ptrdiff_t i = 0; i < end; i += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), SKINNY_LOAD8(w + i), a);
+    *y = finish(SKINNY_NAME(tail)(x, w, end, k, reduce8(a)), alpha, beta, y);
+}
+
+// Decode (one activation row): four weight rows at a time, four independent accumulators.
+SKINNY_FN void SKINNY_NAME(tile4x1)(const float *x, const SKINNY_W *w, ptrdiff_t ldw, ptrdiff_t k, float *y,
+                                    float alpha, float beta) {
+    ptrdiff_t end = k - k % 8;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const SKINNY_W *w0 = w, *w1 = w + ldw, *w2 = w + 2 * ldw, *w3 = w + 3 * ldw;
+    for (ptrdiff_t i = 0; i < end; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        a0 = _mm256_fmadd_ps(v, SKINNY_LOAD8(w0 + i), a0);
+        a1 = _mm256_fmadd_ps(v, SKINNY_LOAD8(w1 + i), a1);
+        a2 = _mm256_fmadd_ps(v, SKINNY_LOAD8(w2 + i), a2);
+        a3 = _mm256_fmadd_ps(v, SKINNY_LOAD8(w3 + i), a3);
+    }
+    __m256 acc[4] = {a0, a1, a2, a3};
+    for (int n = 0; n < 4; n++)
+        y[n] = finish(SKINNY_NAME(tail)(x, w + n * ldw, end, k, reduce8(acc[n])), alpha, beta, y + n);
+}
+
+SKINNY_FN void SKINNY_NAME(avx2)(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const SKINNY_W *w, ptrdiff_t ldw,
+                                 ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta) {
+    ptrdiff_t n = 0;
+    for (; n + 4 <= outputs; n += 4) {
+        const SKINNY_W *wn = w + n * ldw;
+        if (rows == 1) {
+            SKINNY_NAME(tile4x1)(x, wn, ldw, k, y + n, alpha, beta);
+            continue;
+        }
+        // Rows in threes and twos (any count from 2 is a sum of them): no single row re-reads the
+        // four weight rows on its own.
+        for (ptrdiff_t t = 0; t < rows;) {
+            ptrdiff_t left = rows - t;
+            if (left == 2 || left == 4) {
+                SKINNY_NAME(tile4x2)(x + t * ldx, ldx, wn, ldw, k, y + t * ldy + n, ldy, alpha, beta);
+                t += 2;
+            } else {
+                SKINNY_NAME(tile4x3)(x + t * ldx, ldx, wn, ldw, k, y + t * ldy + n, ldy, alpha, beta);
+                t += 3;
+            }
+        }
+    }
+    for (; n < outputs; n++)
+        for (ptrdiff_t t = 0; t < rows; t++)
+            SKINNY_NAME(tile1x1)(x + t * ldx, w + n * ldw, k, y + t * ldy + n, alpha, beta);
+}
+#undef SKINNY_FN
+#undef SKINNY_INLINE
+#endif

@@ -1,0 +1,85 @@
+import Foundation
+
+/// Fixed-size storage of IEEE half-precision bits, allocated once and freed with the object:
+/// the weight matrices of an ``WeightPrecision/f16`` model.
+final class HalfBuffer: @unchecked Sendable {
+    let base: UnsafeMutablePointer<UInt16>
+    /// Number of halfs held.
+    let count: Int
+
+    /// Allocates `count` zeroed halfs.
+    /// - Throws: ``RuntimeError/allocationFailed(bytes:)`` when the size is impossible or `malloc` fails.
+    init(checkedCount count: Int) throws {
+        let (bytes, overflow) = max(count, 1).multipliedReportingOverflow(by: MemoryLayout<UInt16>.stride)
+        guard count >= 0, !overflow, let raw = calloc(bytes, 1) else {
+            throw RuntimeError.allocationFailed(bytes: overflow || count < 0 ? .max : bytes)
+        }
+        base = raw.bindMemory(to: UInt16.self, capacity: max(count, 1))
+        self.count = count
+    }
+
+    deinit { free(base) }
+
+    /// The bits of half `index`.
+    subscript(index: Int) -> UInt16 {
+        precondition(index >= 0 && index < count, "index out of bounds")
+        return base[index]
+    }
+}
+
+/// A row-major view of `rows × cols` halfs inside a ``HalfBuffer`` (the f16 counterpart of ``Matrix``).
+struct HalfMatrix: Sendable {
+    let buffer: HalfBuffer
+    let offset: Int
+    let rows: Int
+    let cols: Int
+    let rowStride: Int
+
+    init(buffer: HalfBuffer, offset: Int, rows: Int, cols: Int, rowStride: Int? = nil) {
+        let stride = rowStride ?? cols
+        precondition(rows >= 0 && cols >= 0 && stride >= cols && offset >= 0, "invalid HalfMatrix shape")
+        precondition(rows == 0 || offset + (rows - 1) * stride + cols <= buffer.count, "HalfMatrix exceeds its buffer")
+        self.buffer = buffer
+        self.offset = offset
+        self.rows = rows
+        self.cols = cols
+        self.rowStride = stride
+    }
+
+    func rows(_ range: Range<Int>) -> HalfMatrix {
+        precondition(range.lowerBound >= 0 && range.upperBound <= rows, "row range out of bounds")
+        return HalfMatrix(buffer: buffer, offset: offset + range.lowerBound * rowStride,
+                          rows: range.count, cols: cols, rowStride: rowStride)
+    }
+
+    subscript(row: Int, col: Int) -> UInt16 {
+        get {
+            precondition(row >= 0 && row < rows && col >= 0 && col < cols, "index out of bounds")
+            return buffer.base[offset + row * rowStride + col]
+        }
+        nonmutating set {
+            precondition(row >= 0 && row < rows && col >= 0 && col < cols, "index out of bounds")
+            buffer.base[offset + row * rowStride + col] = newValue
+        }
+    }
+
+    /// Pointer to element (0, 0); kernels only.
+    var base: UnsafeMutablePointer<UInt16> { buffer.base + offset }
+}
+
+/// Float32 blocks a long pass converts half weights into before sgemm: one per band of a
+/// projection (so per worker), each `[Kernels.halfBlockRows, width]`. Owned by a transformer's
+/// workspace, so passes allocate nothing.
+package struct HalfScratch: Sendable {
+    private let blocks: Matrix
+
+    /// Blocks wide enough for weight rows of `width` elements.
+    package init(width: Int) {
+        blocks = .zeros(rows: Kernels.workerCount * Kernels.halfBlockRows, cols: width)
+    }
+
+    /// The block of band `band`.
+    func block(_ band: Int) -> Matrix {
+        blocks.rows(band * Kernels.halfBlockRows ..< (band + 1) * Kernels.halfBlockRows)
+    }
+}
