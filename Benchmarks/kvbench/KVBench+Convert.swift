@@ -31,7 +31,7 @@ extension KVBench {
         private var writesGGUF: Bool { output.lowercased().hasSuffix(".gguf") }
 
         func validate() throws {
-            try options.refuse([.threads, .seed], in: "convert")
+            try options.refuse([.threads, .seed, .precision], in: "convert")   // --tensor-type sets what is written
             guard writesGGUF || output.lowercased().hasSuffix(".bin") else {
                 throw ValidationError("--output must end in .gguf or .bin, got '\(output)'.")
             }

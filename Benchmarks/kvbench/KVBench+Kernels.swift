@@ -27,6 +27,9 @@ extension KVBench {
         @Option(name: .long, help: "Repetitions per measurement; the best is reported.")
         var repeats: Int = 5
 
+        @Option(name: .long, help: "Greedy tokens over which f16 logits are compared with f32 ones (without --precision).")
+        var deviationTokens: Int = 256
+
         @Flag(name: .long, help: "Also time each step of a layer alone at every prefill length.")
         var breakdown = false
 
@@ -44,10 +47,13 @@ extension KVBench {
             if incremental.contains(where: { $0 < 1 }) { throw ValidationError("--incremental needs positive token counts.") }
             if cached < 1 { throw ValidationError("--cached must be at least 1, got \(cached).") }
             if repeats < 1 { throw ValidationError("--repeats must be at least 1.") }
+            if deviationTokens < 1 { throw ValidationError("--deviation-tokens must be at least 1.") }
         }
 
         func run() async throws {
             options.configureThreads()
+            // Without --precision each model runs in float32 and in half, and the two are compared.
+            let precisions = options.precision.map { [$0] } ?? WeightPrecision.allCases
             var models: [ModelWeights] = []
             let format = try output.resolved(Self.formats, in: "kernels")
             if options.model != nil || options.namesAFile {
@@ -64,14 +70,24 @@ extension KVBench {
             let sgemv = probe.sgemvGBps()
             progress("measuring the DRAM read ceiling…")
             let read = probe.readGBps()
-            var reports: [ModelReport] = []
-            for weights in models {
-                progress("measuring \(weights.config.name)…")
-                reports.append(probe.measure(weights, prefillLengths: prefill, incremental: incremental, cachedTokens: cached,
-                                             decodeTokens: decodeTokens, sgemvGBps: sgemv, readGBps: read))
+            var reports: [ModelReport] = [], comparisons: [PrecisionComparison] = []
+            for loaded in models {
+                var pair: [(ModelWeights, ModelReport)] = []
+                for precision in precisions {
+                    let weights = try loaded.converted(to: precision)
+                    progress("measuring \(weights.config.name) (\(precision))…")
+                    let report = probe.measure(weights, prefillLengths: prefill, incremental: incremental, cachedTokens: cached,
+                                               decodeTokens: decodeTokens, sgemvGBps: sgemv, readGBps: read)
+                    reports.append(report)
+                    pair.append((weights, report))
+                }
+                if pair.count == 2 {
+                    progress("comparing \(loaded.config.name) f16 with f32 over \(deviationTokens) greedy tokens…")
+                    comparisons.append(try PrecisionComparison(f32: pair[0], f16: pair[1], tokens: deviationTokens))
+                }
             }
             let report = KernelReport(blas_core_type: LMRuntime.Kernels.blasCoreType, threads: LMRuntime.Kernels.threadCount,
-                                      read_gbps: read, sgemv_gbps: sgemv, models: reports)
+                                      read_gbps: read, sgemv_gbps: sgemv, models: reports, precision_comparisons: comparisons)
             print(format == .json ? try jsonText(report) : report.table)
         }
     }

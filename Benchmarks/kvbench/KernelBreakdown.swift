@@ -28,9 +28,10 @@ struct KernelBreakdown {
         for (i, m) in [x, queries, gateUp].enumerated() { Kernels.fillUniform(m, seed: UInt64(i + 1), scale: 1) }
         let scratch = AttentionScratch(headCount: c.headCount, kvHeadCount: c.kvHeadCount, headDim: c.headDim,
                                        contextLength: p + n, workers: Kernels.workerCount)
+        let h = c.weightPrecision == .f16 ? HalfScratch(width: max(c.dim, c.hiddenDim)) : nil   // as the transformer's
         let steps: [(String, () -> Void)] = [
             ("attention norm", { Kernels.rmsNorm(x, weight: layer.attentionNorm, epsilon: c.normEpsilon, into: normed) }),
-            ("Q|K|V", { Kernels.matmul(normed, transposed: layer.qkv, into: queries, keys, values) }),
+            ("Q|K|V", { Kernels.matmul(normed, transposed: layer.qkv, into: queries, keys, values, scratch: h) }),
             ("RoPE", {
                 Kernels.rope(queries, headDim: c.headDim, startPosition: p, cos: weights.ropeCos, sin: weights.ropeSin)
                 Kernels.rope(keys, headDim: c.headDim, startPosition: p, cos: weights.ropeCos, sin: weights.ropeSin)
@@ -39,12 +40,12 @@ struct KernelBreakdown {
                 Kernels.causalAttention(queries: queries, keys: allKeys, values: allValues, output: attended, scratch: scratch,
                                         headCount: c.headCount, kvHeadCount: c.kvHeadCount)
             }),
-            ("O + residual", { Kernels.matmul(attended, transposed: layer.wo, into: x, beta: 1) }),
+            ("O + residual", { Kernels.matmul(attended, transposed: layer.wo, into: x, beta: 1, scratch: h) }),
             ("FFN norm", { Kernels.rmsNorm(x, weight: layer.ffnNorm, epsilon: c.normEpsilon, into: normed) }),
-            ("gate|up", { Kernels.matmul(normed, transposed: layer.gateUp, into: gateUp) }),
+            ("gate|up", { Kernels.matmul(normed, transposed: layer.gateUp, into: gateUp, scratch: h) }),
             ("SwiGLU", { Kernels.swiGLU(gateUp) }),
             ("down + residual", {
-                Kernels.matmul(gateUp.columns(0 ..< c.hiddenDim), transposed: layer.down, into: x, beta: 1)
+                Kernels.matmul(gateUp.columns(0 ..< c.hiddenDim), transposed: layer.down, into: x, beta: 1, scratch: h)
             }),
         ]
         return steps.map { name, step in

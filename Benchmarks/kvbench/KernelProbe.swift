@@ -32,6 +32,7 @@ struct ModelReport: Encodable {
     }
 
     let model: String
+    let precision: String
     let parameters: Int
     let sgemm_gflops: Double
     let prefill: [Prefill]
@@ -49,12 +50,13 @@ struct KernelReport: Encodable {
     let read_gbps: Double
     let sgemv_gbps: Double
     let models: [ModelReport]
+    let precision_comparisons: [PrecisionComparison]
 
     var table: String {
         var lines = ["DRAM read ceiling (streaming read, all threads): \(fmt(read_gbps)) GB/s; sgemv (weights streamed from DRAM): \(fmt(sgemv_gbps)) GB/s",
                      "runtime threads: \(threads), OpenBLAS core type: \(blas_core_type)", ""]
         for m in models {
-            lines.append("\(m.model) (\(m.parameters / 1000)K parameters), fastest sgemm at its shapes: \(fmt(m.sgemm_gflops)) GFLOP/s")
+            lines.append("\(m.model), \(m.precision) weights (\(m.parameters / 1000)K parameters), fastest sgemm at its shapes: \(fmt(m.sgemm_gflops)) GFLOP/s")
             lines.append("  prefill  tokens   tokens/s   GFLOP/s   sgemm GFLOP/s (its GEMMs, fastest)   ÷ its GEMMs   ÷ fastest")
             for p in m.prefill {
                 let sgemm = "\(fmt(p.sgemm_gflops)), \(fmt(p.sgemm_peak_gflops))"
@@ -77,6 +79,15 @@ struct KernelReport: Encodable {
                 }
             }
             lines.append("  decode   \(fmt(m.decode_tokens_per_second)) tokens/s, \(fmt(m.decode_weight_gbps)) GB/s of weights, ÷ read ceiling \(fmt(m.decode_ratio_to_read)), ÷ sgemv \(fmt(m.decode_ratio_to_sgemv))")
+            lines.append("")
+        }
+        for c in precision_comparisons {
+            let d = c.deviation
+            lines.append("\(c.model): f16 against f32 weights")
+            lines.append("  decode \(fmt(c.decode_speedup))× the tokens/s; prefill of \(c.prefill_tokens) tokens ÷ its GEMMs' sgemm: f16 \(fmt(c.f16_prefill_ratio_to_sgemm)), f32 \(fmt(c.f32_prefill_ratio_to_sgemm))")
+            lines.append("  logits over \(d.positions) greedy tokens (f32's, fed to both): max |Δ| \(String(format: "%.3g", d.maxAbsoluteError)) (largest logit \(fmt(d.maxReferenceLogit))), "
+                + "KL mean \(String(format: "%.2g", d.meanKLDivergence)) / max \(String(format: "%.2g", d.maxKLDivergence)) nats, "
+                + "same argmax \(String(format: "%.1f", 100 * d.argmaxAgreement))%, f16's own greedy run identical for \(d.identicalGreedyPrefix) of \(d.positions) tokens")
             lines.append("")
         }
         return lines.joined(separator: "\n")
@@ -202,7 +213,7 @@ struct KernelProbe {
             } / Double(decodeTokens)
         }.min()!
         let weightGBps = Double(c.decodeWeightBytes) / perToken / 1e9
-        return ModelReport(model: c.name, parameters: c.parameterCount,
+        return ModelReport(model: c.name, precision: c.weightPrecision.rawValue, parameters: c.parameterCount,
                            sgemm_gflops: prefills.map(\.sgemm_peak_gflops).max() ?? sgemmCeiling(c, tokens: 512).peak,
                            prefill: prefills, incremental: incrementalReports,
                            decode_tokens_per_second: 1 / perToken, decode_weight_gbps: weightGBps,
@@ -232,5 +243,31 @@ struct KernelProbe {
             return .init(cached_tokens: cachedTokens, new_tokens: t, ms: best * 1000, bytes_streamed: bytes, gflop: flops / 1e9,
                          roofline_ms: roofline * 1000, ratio_to_roofline: best / roofline, breakdown: steps)
         }
+    }
+}
+
+/// f16 weights against f32 weights of the same model, measured in the same run.
+struct PrecisionComparison: Encodable {
+    let model: String
+    /// f16 decode tokens/s ÷ f32 decode tokens/s.
+    let decode_speedup: Double
+    /// The longest prefill both measured, and each one's ratio to the sgemm ceiling of its GEMMs.
+    let prefill_tokens: Int
+    let f16_prefill_ratio_to_sgemm: Double
+    let f32_prefill_ratio_to_sgemm: Double
+    let deviation: LogitDeviation
+
+    init(f32: (ModelWeights, ModelReport), f16: (ModelWeights, ModelReport), tokens: Int) throws {
+        model = f32.0.config.name
+        decode_speedup = f16.1.decode_tokens_per_second / f32.1.decode_tokens_per_second
+        let longest = f32.1.prefill.indices.max { f32.1.prefill[$0].tokens < f32.1.prefill[$1].tokens }
+        let at512 = f32.1.prefill.firstIndex { $0.tokens == 512 } ?? longest
+        prefill_tokens = at512.map { f32.1.prefill[$0].tokens } ?? 0
+        f32_prefill_ratio_to_sgemm = at512.map { f32.1.prefill[$0].ratio_to_sgemm } ?? 0
+        f16_prefill_ratio_to_sgemm = at512.map { f16.1.prefill[$0].ratio_to_sgemm } ?? 0
+        let c = f32.0.config
+        let prompt = [Tokenizer.bos] + (1 ..< min(8, c.contextLength / 2)).map { ($0 * 7919 + 11) % c.vocabSize }
+        deviation = try LogitDeviation.measure(Transformer(weights: f16.0), against: Transformer(weights: f32.0),
+                                               prompt: prompt, tokens: tokens)
     }
 }

@@ -20,6 +20,9 @@ struct ModelOptions: ParsableArguments {
     @Option(name: .long, help: "A GGUF (version 3) llama model, with its vocabulary, to use instead of a bundled model.")
     var gguf: String?
 
+    @Option(name: .long, help: "Weight precision: f32 or f16 (half the bytes to stream; default: the model's own, f32).")
+    var precision: WeightPrecision?
+
     @Option(name: .long, help: "Threads the runtime splits its work over (default: one per core).")
     var threads: Int?
 
@@ -28,7 +31,7 @@ struct ModelOptions: ParsableArguments {
 
     /// The shared options, by their command-line names.
     enum Name: String, CaseIterable {
-        case model, checkpoint, tokenizer, gguf, threads, seed
+        case model, checkpoint, tokenizer, gguf, precision, threads, seed
     }
 
     func validate() throws {
@@ -41,7 +44,7 @@ struct ModelOptions: ParsableArguments {
     /// Rejects any of `unusable` that was given: `subcommand` has no use for it.
     func refuse(_ unusable: [Name], in subcommand: String) throws {
         let given: [Name: Bool] = [.model: model != nil, .checkpoint: checkpoint != nil, .tokenizer: tokenizer != nil,
-                                   .gguf: gguf != nil, .threads: threads != nil, .seed: seed != nil]
+                                   .gguf: gguf != nil, .precision: precision != nil, .threads: threads != nil, .seed: seed != nil]
         if let name = unusable.first(where: { given[$0] == true }) {
             throw ValidationError("kvbench \(subcommand) does not use --\(name.rawValue); drop it.")
         }
@@ -60,10 +63,12 @@ struct ModelOptions: ParsableArguments {
 
     /// The weights named by the options (`fallback` when no model is named).
     func loadWeights(fallback: String) throws -> ModelWeights {
-        if let checkpoint { return try ModelWeights.checkpoint(at: URL(fileURLWithPath: checkpoint)) }
-        if let gguf { return try ModelWeights.gguf(at: URL(fileURLWithPath: gguf)) }
+        if let checkpoint { return try ModelWeights.checkpoint(at: URL(fileURLWithPath: checkpoint)).converted(to: precision ?? .f32) }
+        if let gguf { return try ModelWeights.gguf(at: URL(fileURLWithPath: gguf)).converted(to: precision ?? .f32) }
         let catalog = ModelCatalog.bundled
-        return try catalog.weights(for: catalog.config(named: model ?? fallback))
+        var config = try catalog.config(named: model ?? fallback)
+        config.weightPrecision = precision ?? config.weightPrecision
+        return try catalog.weights(for: config)
     }
 
     /// The tokenizer for `weights`: --tokenizer, the GGUF file's own, or the one its bundled config names.
@@ -81,12 +86,14 @@ struct ModelOptions: ParsableArguments {
         if let checkpoint {
             guard let tokenizer else { throw ValidationError("--checkpoint needs --tokenizer (with the session control pieces).") }
             return SystemLanguageModel(checkpoint: URL(fileURLWithPath: checkpoint), tokenizer: URL(fileURLWithPath: tokenizer),
-                                       prefixStore: prefixStore)
+                                       weightPrecision: precision, prefixStore: prefixStore)
         }
-        if let gguf { return SystemLanguageModel(gguf: URL(fileURLWithPath: gguf), prefixStore: prefixStore) }
-        return SystemLanguageModel(named: model ?? fallback, prefixStore: prefixStore)
+        if let gguf { return SystemLanguageModel(gguf: URL(fileURLWithPath: gguf), weightPrecision: precision, prefixStore: prefixStore) }
+        return SystemLanguageModel(named: model ?? fallback, weightPrecision: precision, prefixStore: prefixStore)
     }
 }
+
+extension WeightPrecision: ExpressibleByArgument {}
 
 /// The output format of a subcommand.
 enum OutputFormat: String, ExpressibleByArgument, CaseIterable {

@@ -44,6 +44,13 @@ __attribute__((target("avx2,fma"), always_inline)) static inline float reduce8(_
 }
 #endif
 
+#include <stdlib.h>
+static int kv_prefetch_rows = 8;
+__attribute__((constructor)) static void read_prefetch_env(void) {
+    const char *v = getenv("KVSESSION_PREFETCH");
+    if (v) kv_prefetch_rows = atoi(v);
+}
+
 #define SKINNY_W float
 #define SKINNY_NAME(n) n##_f32
 #define SKINNY_SCALAR(p) (*(p))

@@ -81,12 +81,20 @@ struct KVBenchTests {
 
     @Test func kernels_jsonReportsCeilingsAndRatios() throws {
         let run = try Self.run(["kernels", "--model", "tiny", "--prefill", "8", "16", "--repeats", "1",
-                                "--incremental", "1", "4", "--cached", "100", "--decode-tokens", "2", "--breakdown", "--json"])
+                                "--incremental", "1", "4", "--cached", "100", "--decode-tokens", "2", "--breakdown",
+                                "--deviation-tokens", "12", "--json"])
         #expect(run.status == 0, "\(run.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         #expect((json["sgemv_gbps"] as? Double ?? 0) > 0 && (json["read_gbps"] as? Double ?? 0) > 0)
         let models = try #require(json["models"] as? [[String: Any]])
-        #expect(models.count == 1 && models[0]["model"] as? String == "tiny")
+        // Without --precision: the model in f32, then in f16, then the two compared.
+        #expect(models.map { $0["model"] as? String } == ["tiny", "tiny"])
+        #expect(models.map { $0["precision"] as? String } == ["f32", "f16"])
+        let comparison = try #require((json["precision_comparisons"] as? [[String: Any]])?.first)
+        #expect((comparison["decode_speedup"] as? Double ?? 0) > 0 && comparison["prefill_tokens"] as? Int == 16)
+        let deviation = try #require(comparison["deviation"] as? [String: Any])
+        #expect(deviation["positions"] as? Int == 12 && (deviation["maxAbsoluteError"] as? Double ?? 0) > 0)
+        #expect((deviation["argmaxAgreement"] as? Double).map { $0 > 0 && $0 <= 1 } == true)
         let prefill = try #require(models[0]["prefill"] as? [[String: Any]])
         #expect(prefill.map { $0["tokens"] as? Int } == [8, 16])
         for row in prefill {
@@ -112,6 +120,14 @@ struct KVBenchTests {
             #expect((models[0][key] as? Double ?? 0) > 0, "\(key)")
         }
         #expect(run.stderr.contains("measuring"))   // progress goes to stderr, never into the JSON
+    }
+
+    @Test func kernels_precisionMeasuresThatPrecisionOnly() throws {
+        let run = try Self.run(["kernels", "--model", "tiny", "--precision", "f16", "--prefill", "8", "--repeats", "1",
+                                "--incremental", "4", "--cached", "20", "--decode-tokens", "2"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("tiny, f16 weights") && !run.stdout.contains("f32 weights"))
+        #expect(!run.stdout.contains("against f32"))
     }
 
     @Test func trainTokenizer_writesALoadableVocabulary() throws {

@@ -85,20 +85,36 @@ package enum Kernels {
                 sgemm(a, transposed: w, into: c, alpha: alpha, beta: beta)
             }
         case let .f16(w):
-            guard a.rows > skinnyRowLimit, let block else {
+            // One to three rows: convert in registers. More: each weight row would be converted once
+            // per tile of rows, so convert a chunk of rows once into the block and run the float
+            // kernels on it (the skinny kernel gives the same bits either way; sgemm for many rows).
+            guard a.rows >= halfConversionRows, let block else {
                 kv_skinny_gemm_f16(a.base, a.rowStride, a.rows, w.base, w.rowStride, w.rows, a.cols, c.base, c.rowStride, alpha, beta)
                 return
             }
             precondition(block.cols >= w.cols, "half conversion block too narrow")
-            for first in stride(from: 0, to: w.rows, by: block.rows) {
-                let rows = min(block.rows, w.rows - first), converted = block.rows(0 ..< rows).columns(0 ..< w.cols)
+            let skinny = a.rows <= skinnyRowLimit
+            // Skinny chunks stay in L1 (about 16 KB); sgemm gets the whole block, which it packs.
+            let chunk = skinny ? min(block.rows, max(4, 4096 / w.cols / 4 * 4)) : block.rows
+            for first in stride(from: 0, to: w.rows, by: chunk) {
+                let rows = min(chunk, w.rows - first), converted = block.rows(0 ..< rows).columns(0 ..< w.cols)
                 for r in 0 ..< rows {
                     kv_halfs_to_floats(converted.base + r * converted.rowStride, w.base + (first + r) * w.rowStride, w.cols)
                 }
-                sgemm(a, transposed: converted, into: c.columns(first ..< first + rows), alpha: alpha, beta: beta)
+                let out = c.columns(first ..< first + rows)
+                if skinny {
+                    kv_skinny_gemm(a.base, a.rowStride, a.rows, converted.base, converted.rowStride, rows, a.cols,
+                                   out.base, out.rowStride, alpha, beta)
+                } else {
+                    sgemm(a, transposed: converted, into: out, alpha: alpha, beta: beta)
+                }
             }
         }
     }
+
+    /// Activation rows from which projections over half weights convert chunks of weight rows to
+    /// float32 once instead of converting in registers for every tile of rows.
+    package static let halfConversionRows = Int(ProcessInfo.processInfo.environment["KVSESSION_HALF_CONVERT_ROWS"] ?? "") ?? 8
 
     /// OpenBLAS's `c = alpha * a · bᵀ + beta * c` (sgemv for one row).
     private static func sgemm(_ a: Matrix, transposed b: Matrix, into c: Matrix, alpha: Float, beta: Float) {

@@ -6,7 +6,7 @@ final class Workspace {
     let gateUp: Matrix                          // [maxBatch, 2 * hiddenDim]
     let attentionScratch: AttentionScratch     // per-worker score rows and stacked heads
     let logits: Matrix                          // [1, vocabSize]
-    let halfBlocks: HalfScratch?                // f16 weights, long passes: [workers · halfBlockRows, max(dim, hiddenDim)]
+    let halfBlocks: HalfScratch?                // f16 weights, passes of several rows: [workers · halfBlockRows, max(dim, hiddenDim)]
 
     init(_ c: ModelConfig, maxBatch: Int) {
         x = .zeros(rows: maxBatch, cols: c.dim)
@@ -17,7 +17,7 @@ final class Workspace {
         attentionScratch = AttentionScratch(headCount: c.headCount, kvHeadCount: c.kvHeadCount, headDim: c.headDim,
                                             contextLength: c.contextLength, workers: Kernels.workerCount)
         logits = .zeros(rows: 1, cols: c.vocabSize)
-        halfBlocks = c.weightPrecision == .f16 && maxBatch > Kernels.skinnyRowLimit
+        halfBlocks = c.weightPrecision == .f16 && maxBatch >= Kernels.halfConversionRows
             ? HalfScratch(width: max(c.dim, c.hiddenDim)) : nil
     }
 }

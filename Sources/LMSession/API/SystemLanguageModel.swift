@@ -18,34 +18,43 @@ public final class SystemLanguageModel: LanguageModel {
 
     private let source: Source
     private let storeConfiguration: PrefixStore.Configuration
+    private let precision: WeightPrecision?
     private let cache = Mutex<Result<LoadedModel, ModelLoadError>?>(nil)
 
     /// A bundled model by config name (`tiny`, `small`, `base`).
     /// - Parameters:
     ///   - name: the config's name.
+    ///   - weightPrecision: how to keep the weights (``LMRuntime/WeightPrecision``); `nil` keeps
+    ///     the config's own (float32 unless it says otherwise).
     ///   - prefixStore: the shared prefix store's limits and optional directory (see
     ///     ``LoadedModel/init(weights:tokenizer:name:prefixStore:)``).
-    public init(named name: String, prefixStore: PrefixStore.Configuration = .standard) {
+    public init(named name: String, weightPrecision: WeightPrecision? = nil, prefixStore: PrefixStore.Configuration = .standard) {
         source = .bundled(name)
+        precision = weightPrecision
         storeConfiguration = prefixStore
     }
 
-    /// A llama2.c checkpoint and tokenizer.
-    public init(checkpoint: URL, tokenizer: URL, prefixStore: PrefixStore.Configuration = .standard) {
+    /// A llama2.c checkpoint and tokenizer, its weights kept in `weightPrecision` (default float32).
+    public init(checkpoint: URL, tokenizer: URL, weightPrecision: WeightPrecision? = nil,
+                prefixStore: PrefixStore.Configuration = .standard) {
         source = .checkpoint(checkpoint, tokenizer: tokenizer)
+        precision = weightPrecision
         storeConfiguration = prefixStore
     }
 
     /// A GGUF (version 3) `llama` model with the vocabulary stored in it
-    /// (see ``LMRuntime/ModelWeights/gguf(at:memoryLimit:)`` for what is read).
-    public init(gguf: URL, prefixStore: PrefixStore.Configuration = .standard) {
+    /// (see ``LMRuntime/ModelWeights/gguf(at:memoryLimit:)`` for what is read), its weights kept
+    /// in `weightPrecision` (default float32, whatever the file's tensor types).
+    public init(gguf: URL, weightPrecision: WeightPrecision? = nil, prefixStore: PrefixStore.Configuration = .standard) {
         source = .gguf(gguf)
+        precision = weightPrecision
         storeConfiguration = prefixStore
     }
 
     /// An already loaded model (with the store it was made with).
     public init(_ model: LoadedModel) {
         source = .loaded(model)
+        precision = nil
         storeConfiguration = model.prefixStore.configuration
     }
 
@@ -66,15 +75,16 @@ public final class SystemLanguageModel: LanguageModel {
         switch source {
         case let .bundled(name):
             let catalog = ModelCatalog.bundled
-            let config = try catalog.config(named: name)
+            var config = try catalog.config(named: name)
+            config.weightPrecision = precision ?? config.weightPrecision
             return try LoadedModel(weights: catalog.weights(for: config), tokenizer: catalog.tokenizer(for: config),
                                    prefixStore: storeConfiguration)
         case let .checkpoint(model, tokenizer):
-            let weights = try ModelWeights.checkpoint(at: model)
+            let weights = try ModelWeights.checkpoint(at: model).converted(to: precision ?? .f32)
             return try LoadedModel(weights: weights, tokenizer: Tokenizer(contentsOf: tokenizer, vocabSize: weights.config.vocabSize),
                                    prefixStore: storeConfiguration)
         case let .gguf(file):
-            return try LoadedModel(weights: ModelWeights.gguf(at: file), tokenizer: Tokenizer(ggufAt: file),
+            return try LoadedModel(weights: ModelWeights.gguf(at: file).converted(to: precision ?? .f32), tokenizer: Tokenizer(ggufAt: file),
                                    prefixStore: storeConfiguration)
         case let .loaded(model):
             return model

@@ -36,8 +36,10 @@ struct PatternAutomaton: Sendable {
         var nfa = NFA()
         let (s, e) = try nfa.build(ast, pattern: pattern)
         nfa.accept = e
-        // Subset construction over the 256 bytes (content bytes only).
-        var sets: [[Int]] = [nfa.closure([s])]
+        // Subset construction over the 256 bytes (content bytes only). Bytes that reach the same
+        // NFA states (most of them, under classes and dots) share one closure per set.
+        var closer = ClosureBuilder(nfa)
+        var sets: [[Int]] = [closer.closure([s])]
         var index: [[Int]: Int] = [sets[0]: 0]
         var next: [Int32] = []
         var i = 0, work = 0
@@ -47,13 +49,18 @@ struct PatternAutomaton: Sendable {
             guard work <= Self.maximumConstructionWork else {
                 throw GenerationSchema.SchemaError.unsupportedPattern(pattern, reason: "its automaton is too large to build (over \(sets.count) states of up to \(sets[i].count) alternatives each)")
             }
+            var reached: [[Int]: Int32] = [:]
             for b in 0 ... 255 where ByteSet.stringContent.contains(UInt8(b)) {
                 var targets: [Int] = []
                 for state in sets[i] {
                     for (set, to) in nfa.edges[state] where set.contains(UInt8(b)) { targets.append(to) }
                 }
                 guard !targets.isEmpty else { continue }
-                let closed = nfa.closure(targets)
+                if let known = reached[targets] {
+                    row[b] = known
+                    continue
+                }
+                let closed = closer.closure(targets)
                 if let existing = index[closed] {
                     row[b] = Int32(existing)
                 } else {
@@ -64,6 +71,7 @@ struct PatternAutomaton: Sendable {
                     row[b] = Int32(sets.count)
                     sets.append(closed)
                 }
+                reached[targets] = row[b]
             }
             next += row
             i += 1
@@ -193,12 +201,37 @@ struct NFA {
         }
     }
 
-    func closure(_ states: [Int]) -> [Int] {
-        var seen = Set(states), stack = states
-        while let s = stack.popLast() {
-            for t in empties[s] where seen.insert(t).inserted { stack.append(t) }
+}
+
+/// Epsilon closures of NFA state sets, with one reusable visit mark per state (the subset
+/// construction takes thousands of closures; a `Set` per closure dominated its time).
+struct ClosureBuilder {
+    private let empties: [[Int]]
+    private var mark: [Int]
+    private var epoch = 0
+
+    init(_ nfa: NFA) {
+        empties = nfa.empties
+        mark = [Int](repeating: -1, count: nfa.empties.count)
+    }
+
+    /// The states reachable from `states` by empty edges (`states` included), ascending.
+    mutating func closure(_ states: [Int]) -> [Int] {
+        epoch += 1
+        var out: [Int] = [], stack: [Int] = []
+        for s in states where mark[s] != epoch {
+            mark[s] = epoch
+            out.append(s)
+            stack.append(s)
         }
-        return seen.sorted()
+        while let s = stack.popLast() {
+            for t in empties[s] where mark[t] != epoch {
+                mark[t] = epoch
+                out.append(t)
+                stack.append(t)
+            }
+        }
+        return out.sorted()
     }
 }
 
