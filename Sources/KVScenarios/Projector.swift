@@ -29,12 +29,20 @@ public struct DeviceProfile: Codable, Sendable, Equatable {
 /// Prefill of `computed` tokens after `cached` ones costs `forwardFLOPs` (projections,
 /// causal attention, classifier) and streams the weights once plus the cached K/V rows;
 /// it takes the longer of compute time and memory time. The first token then needs one
-/// decode step (weights and all K/V rows streamed).
-struct Projector: Sendable {
+/// decode step (weights and all K/V rows streamed). Weights count at their precision's size
+/// (``LMRuntime/ModelConfig/decodeWeightBytes``): f16 halves what both phases stream.
+package struct Projector: Sendable {
     let config: ModelConfig
     let devices: [DeviceProfile]
 
-    func ttft(cached: Int, computed: Int) -> [String: Double] {
+    package init(config: ModelConfig, devices: [DeviceProfile]) {
+        self.config = config
+        self.devices = devices
+    }
+
+    /// Projected milliseconds to the first token per device, after `cached` reused tokens and
+    /// `computed` new ones. Weight bytes follow the model's ``LMRuntime/WeightPrecision``.
+    package func ttft(cached: Int, computed: Int) -> [String: Double] {
         var out: [String: Double] = [:]
         let kvBytesPerToken = Double(2 * config.layerCount * config.kvDim * 4)
         let weightBytes = Double(config.decodeWeightBytes)

@@ -151,3 +151,25 @@ enum ScenarioCatalogProbe {
     static var coachInstructions: String { ScenarioCatalog.texts.coach }
     static var cookingInstructions: String { ScenarioCatalog.texts.cooking }
 }
+
+/// The projected on-device time to first token counts the weight bytes at their precision.
+struct ProjectorTests {
+    static let device = try! JSONDecoder().decode(DeviceProfile.self, from: Data("""
+        {"name": "d", "description": "test", "peakGFLOPs": 1e6, "memoryBandwidthGBps": 50,
+         "computeEfficiency": 1, "bandwidthEfficiency": 1, "sources": []}
+        """.utf8))
+
+    @Test func ttft_halfWeightsStreamHalfTheMatrixBytes() throws {
+        var f32 = try ModelCatalog.bundled.config(named: "base")
+        f32.weightPrecision = .f32
+        var f16 = f32
+        f16.weightPrecision = .f16
+        let norms = f32.layerCount * 2 * f32.dim + f32.dim
+        #expect(f32.decodeWeightBytes - f16.decodeWeightBytes == (f32.decodeWeightBytes - 4 * norms) / 2)
+        let a = Projector(config: f32, devices: [Self.device]).ttft(cached: 1000, computed: 30)["d"]!
+        let b = Projector(config: f16, devices: [Self.device]).ttft(cached: 1000, computed: 30)["d"]!
+        // Memory-bound on this device: prefill and the first decode step each stream the weights once.
+        let saved = 2 * Double(f32.decodeWeightBytes - f16.decodeWeightBytes) / 50e9 * 1000
+        #expect(abs((a - b) - saved) <= 1e-9 * a, "f32 \(a) ms, f16 \(b) ms, expected \(saved) ms less")
+    }
+}
