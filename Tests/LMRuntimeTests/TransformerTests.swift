@@ -74,8 +74,9 @@ struct TransformerTests {
     /// thread count fails this on OpenBLAS's Haswell/Zen sgemm (3,576 logits differ, up to 9.5e-7
     /// relative), and so does splitting a reduction. Other tests may run meanwhile; by this very
     /// property they cannot tell. Needs at least two cores to mean anything.
-    /// With half weights each band also converts into its own block.
-    @Test(.enabled(if: Kernels.workerCount > 1, "one core: nothing is split"), arguments: WeightPrecision.allCases)
+    /// With half weights each band also converts into its own block. The cases run one after
+    /// the other: each sets the process-wide thread count (no other test touches it).
+    @Test(.enabled(if: Kernels.workerCount > 1, "one core: nothing is split"), .serialized, arguments: WeightPrecision.allCases)
     func forward_isBitForBitTheSameOnOneThreadAndOnAll(precision: WeightPrecision) throws {
         // Widths whose halves are not multiples of 16 (Q|K|V 144, gate|up 432, vocabulary 1000).
         let config = Fixtures.tinyConfig(vocabSize: 1000, contextLength: 400, dim: 72, sharedClassifier: false,
