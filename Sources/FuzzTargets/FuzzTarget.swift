@@ -45,10 +45,11 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// Inputs may claim any size; running what they describe is capped here.
     static let memoryLimit = 256 << 20
 
-    /// A scratch folder of this process's own.
+    /// A scratch folder of this process's own, removed when the process exits normally.
     static let scratch: URL = {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("kvfuzz-\(getpid())")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: FuzzTarget.scratch) }
         return url
     }()
 
