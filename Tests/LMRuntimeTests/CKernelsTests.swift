@@ -169,4 +169,26 @@ struct CKernelsTests {
         for cut in 0 ..< length { #expect(Kernels.checksum(data, 0 ..< cut) != reference, "cut at \(cut)") }
         #expect(Kernels.checksum(data + [0], 0 ..< length + 1) != reference)
     }
+
+    /// Computed in pieces of any sizes, the checksum is the one of the whole (the disk tier
+    /// checksums rows as they are read); and it is the value files were written with (pinned from
+    /// the one-shot implementation every earlier file used).
+    @Test(arguments: [1, 3, 31, 32, 33, 100, 1_000])
+    func checksum_inPiecesEqualsTheWhole(maximumPiece: Int) {
+        let bytes = (0 ..< 1_000).map { UInt8(truncatingIfNeeded: $0 * 37 + 11) }
+        #expect(kv_checksum64(bytes, 1_000) == 0x511D_A956_2033_9B05)
+        #expect(kv_checksum64(bytes, 45) == 0xD595_2A1B_2393_8CDB && kv_checksum64(bytes, 0) == 0x9090_306C_6E91_ED59)
+        var rng = SeededGenerator(seed: UInt64(maximumPiece))
+        for length in [0, 1, 45, 1_000] {
+            var state = kv_checksum_state()
+            kv_checksum64_begin(&state)
+            var done = 0
+            while done < length {
+                let piece = min(length - done, Int(rng.next() % UInt64(maximumPiece)) + 1)
+                bytes.withUnsafeBytes { kv_checksum64_update(&state, $0.baseAddress! + done, piece) }
+                done += piece
+            }
+            #expect(kv_checksum64_end(&state) == kv_checksum64(bytes, length), "\(length) bytes")
+        }
+    }
 }

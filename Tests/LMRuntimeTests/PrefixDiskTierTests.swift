@@ -43,6 +43,45 @@ struct PrefixDiskTierTests {
         #expect(third.restored == PrefixStore.Restored(fromMemory: 60, fromDisk: 0))
     }
 
+    /// A chain of files restored in parallel, the first part from memory: the file that holds
+    /// the boundary of the memory's end is read from there on (its earlier rows only feed the
+    /// checksum), and every row equals a fresh prefill.
+    @Test func restore_aChainPartlyInMemoryReadsTheRestFromDisk() throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let sequence = base.tokens(70, seed: 36)
+        try persist(Array(sequence.prefix(60)), boundaries: [10, 25, 40, 60], in: directory)
+        let relaunched = base.store(directory: directory)
+        relaunched.publish(try base.filled(Array(sequence.prefix(30)), on: base.model), boundaries: [30])
+        let (restored, logitError, rowError) = try base.restoreAndCompare(relaunched, sequence, boundaries: [30, 40, 60], have: 5)
+        #expect(restored == PrefixStore.Restored(fromMemory: 25, fromDisk: 30))
+        #expect(logitError <= 1e-4 && rowError <= 1e-4)
+        #expect(relaunched.statistics.rejectedFiles == 0 && relaunched.checkInvariants() == nil)
+    }
+
+    /// A corrupt file inside a chain: the chain through it is refused (its rows never counted),
+    /// the file is removed and reported, and the longest intact prefix on disk is used instead.
+    @Test(arguments: [10, 25, 40])
+    func restore_aCorruptFileInAChainFallsBackToTheIntactPrefix(corrupt: Int) throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let sequence = base.tokens(50, seed: 37)
+        let boundaries = [10, 25, 40]
+        try persist(Array(sequence.prefix(40)), boundaries: boundaries, in: directory)
+        let key = PrefixKey.keys(fingerprint: ModelFingerprint(weights), tokens: sequence, at: [corrupt])[0]
+        let url = directory.appendingPathComponent("\(key).kvp")
+        var data = try Data(contentsOf: url)
+        data[data.count - 20] ^= 0x10   // a row byte near the end: only the checksum catches it
+        try data.write(to: url)
+        let relaunched = base.store(directory: directory)
+        let (restored, logitError, rowError) = try base.restoreAndCompare(relaunched, sequence, boundaries: boundaries)
+        let intact = boundaries.last { $0 < corrupt } ?? 0
+        #expect(restored == PrefixStore.Restored(fromMemory: 0, fromDisk: intact))
+        #expect(logitError <= 1e-4 && rowError <= 1e-4)
+        #expect(relaunched.statistics.rejectedFiles == 1 && !FileManager.default.fileExists(atPath: url.path))
+        #expect(relaunched.statistics.lastDiskError?.contains("checksum mismatch") == true)
+    }
+
     @Test func files_arePrivateAndNamedByDigestOnly() throws {
         let directory = directory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -62,6 +62,19 @@ void kv_rmsnorm_portable(float *dst, const float *x, const float *weight, ptrdif
 /// or content changes it with overwhelming probability. Not a MAC.
 uint64_t kv_checksum64(const void *data, size_t count);
 
+/// The state of a checksum computed in pieces: `begin`, `update` any number of times with
+/// consecutive pieces of any sizes, then `end` gives what ``kv_checksum64`` gives for the
+/// concatenation.
+typedef struct {
+    uint64_t lanes[4];
+    uint64_t count;        ///< bytes seen so far
+    uint8_t pending[32];   ///< bytes of an unfinished 32-byte stripe
+    size_t pendingCount;
+} kv_checksum_state;
+void kv_checksum64_begin(kv_checksum_state *state);
+void kv_checksum64_update(kv_checksum_state *state, const void *data, size_t count);
+uint64_t kv_checksum64_end(const kv_checksum_state *state);
+
 /// 1 when the entry points run the AVX2+FMA bodies, else 0.
 int kv_uses_avx2(void);
 /// 1 when the half-weight entry points run the AVX2+FMA+F16C bodies, else 0.

@@ -3,6 +3,8 @@
 /// For sessions that rarely fill the context: memory follows use, in steps of
 /// `chunkPositions` positions (growing copies the valid rows once per step, never per
 /// token). Layout of the current allocation: `[layerCount][keys, values][allocated][kvDim]`.
+/// Rows beyond ``count`` are left uninitialised (the forward pass or a restore writes them
+/// before anything reads them), so growing touches no memory it does not copy into.
 public final class GrowingKVCache: KVCache {
     /// Number of transformer blocks.
     public let layerCount: Int
@@ -31,7 +33,9 @@ public final class GrowingKVCache: KVCache {
         self.capacity = capacity
         self.chunkPositions = chunkPositions
         allocatedPositions = min(capacity, chunkPositions)
-        storage = FloatBuffer(count: layerCount * 2 * allocatedPositions * kvDim)
+        do { storage = try FloatBuffer(uninitializedCount: layerCount * 2 * allocatedPositions * kvDim) } catch {
+            preconditionFailure("\(error)")
+        }
         tokens.reserveCapacity(allocatedPositions)
     }
 
@@ -49,7 +53,7 @@ public final class GrowingKVCache: KVCache {
         let grown = min(capacity, (positions + chunkPositions - 1) / chunkPositions * chunkPositions)
         let old = (0 ..< layerCount).map { (keys(layer: $0), values(layer: $0)) }
         let (floats, overflow) = (layerCount * 2 * kvDim).multipliedReportingOverflow(by: grown)
-        storage = try FloatBuffer(checkedCount: overflow ? -1 : floats)
+        storage = try FloatBuffer(uninitializedCount: overflow ? -1 : floats)   // rows beyond `count` are scratch
         allocatedPositions = grown
         for (layer, (k, v)) in old.enumerated() {
             Kernels.copy(k.rows(0 ..< count), into: keys(layer: layer).rows(0 ..< count))

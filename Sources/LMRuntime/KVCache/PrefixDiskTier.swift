@@ -1,3 +1,4 @@
+import CKernels
 import Crypto
 import Foundation
 import Synchronization
@@ -182,51 +183,216 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     /// for positions `from ..< end` into `cache`'s rows (its scratch rows: the caller appends the
     /// tokens only when this returns `true`). An invalid file is removed and reported; a missing
     /// one is a plain miss.
+    ///
+    /// First every file's header and token ids are checked (a few KB each); then the files'
+    /// rows are read on all worker threads, each file straight into the cache (no copy in
+    /// between) and checksummed as its pieces land, while they are still in cache.
     /// - Precondition: `cache` has room (``KVCache/reserve(positions:)``) for the key's prefix.
     func restore(_ key: PrefixKey, tokens: [Int], into cache: some KVCache, from: Int) -> Bool {
+        var chain: [ChainFile] = []
+        defer { for file in chain { close(file.descriptor) } }
         var next: PrefixKey? = key
         while let current = next {
-            guard let (data, span, parent) = validated(current, tokens: tokens) else { return false }
-            let n = span.upperBound - span.lowerBound, base = span.payloadStart + 4 * span.upperBound
-            for layer in 0 ..< layerCount {
-                for (slot, target) in [(0, cache.keys(layer: layer)), (1, cache.values(layer: layer))] {
-                    let first = max(span.lowerBound, from)
-                    guard first < span.upperBound else { continue }
-                    Kernels.loadLittleEndianFloats(
-                        from: data, byteOffset: base + 4 * kvDim * ((2 * layer + slot) * n + first - span.lowerBound),
-                        into: target.rows(first ..< span.upperBound))
+            guard let file = openChecked(current, tokens: tokens) else { return false }
+            chain.append(file)
+            next = file.span.lowerBound > from ? file.parent : nil
+            if next == nil, file.span.lowerBound > from { return false }   // unreachable: start > 0 always names a parent
+        }
+        let targets = (0 ..< layerCount).map { [cache.keys(layer: $0), cache.values(layer: $0)] }
+        let failures = Mutex<[(PrefixKey, String)]>([])
+        let claimed = Atomic<Int>(0)
+        Kernels.parallelWorkers(min(chain.count, Kernels.threadCount)) { _ in
+            while case let i = claimed.add(1, ordering: .relaxed).oldValue, i < chain.count {
+                do { try loadRows(of: chain[i], into: targets, from: from) } catch {
+                    failures.withLock { $0.append((chain[i].key, "\(error)")) }
                 }
             }
-            next = span.lowerBound > from ? parent : nil
-            if next == nil, span.lowerBound > from { return false }   // unreachable: start > 0 always names a parent
         }
+        for (failed, reason) in failures.withLock({ $0 }) { reject(failed, reason: reason) }
+        guard failures.withLock({ $0.isEmpty }) else { return false }
+        let now = Date()
+        for file in chain { _ = futimens(file.descriptor, nil) }   // last use, for the LRU across launches
+        state.withLock { s in for file in chain { s.files[file.key]?.lastUse = now } }
         return true
     }
 
-    /// The bytes of `key`'s file (decrypted), its span, where its payload starts, and its parent,
-    /// after every check; `nil` when missing or invalid (an invalid file is removed and reported).
-    private func validated(_ key: PrefixKey, tokens: [Int])
-        -> (data: Data, span: (lowerBound: Int, upperBound: Int, payloadStart: Int), parent: PrefixKey?)? {
-        let url = fileURL(key)
-        guard let data = try? Data(contentsOf: url, options: .alwaysMapped) else {
+    /// A file of a restore chain whose header and token ids checked out.
+    private struct ChainFile {
+        let key: PrefixKey
+        let descriptor: Int32
+        /// Positions whose rows the file holds.
+        let span: Range<Int>
+        let parent: PrefixKey?
+        let rows: RowSource
+    }
+
+    /// Where a checked file's rows come from.
+    private enum RowSource {
+        /// A plain file: the rows are read from `offset` on, and the checksum (which has
+        /// covered the header and token ids) is finished over them and compared with the
+        /// file's last 8 bytes.
+        case file(offset: Int, checksum: kv_checksum_state, fileSize: Int)
+        /// An encrypted file, read, checksummed, authenticated and decrypted whole: the rows
+        /// start at `offset` in `payload`.
+        case decrypted(payload: Data, offset: Int)
+    }
+
+    /// Opens the file of `key` and checks everything but a plain file's rows; `nil` when it is
+    /// missing or invalid (an invalid file is removed and reported).
+    private func openChecked(_ key: PrefixKey, tokens: [Int]) -> ChainFile? {
+        let descriptor = open(fileURL(key).path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
             state.withLock { _ = $0.files.removeValue(forKey: key) }
             updateCounts()
             return nil
         }
         do {
-            let decoded = try decode(data, key: key, tokens: tokens)
-            let now = Date()
-            try? FileManager.default.setAttributes([.modificationDate: now], ofItemAtPath: url.path)
-            state.withLock { $0.files[key]?.lastUse = now }
-            return decoded
+            let file = try checkedFile(key, descriptor: descriptor, tokens: tokens)
+            return file
         } catch let problem as Problem {
+            close(descriptor)
             if case .otherTokens = problem { return nil }   // a valid file for other tokens (a digest collision): leave it
             reject(key, reason: problem.description)
             return nil
         } catch {
+            close(descriptor)
             reject(key, reason: "\(error)")
             return nil
         }
+    }
+
+    private func checkedFile(_ key: PrefixKey, descriptor: Int32, tokens: [Int]) throws -> ChainFile {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw Problem.invalid("cannot stat (errno \(errno))") }
+        let size = Int(status.st_size)
+        guard size >= Self.headerBytes + Self.checksumBytes else {
+            throw Problem.invalid("truncated: \(size) bytes, shorter than a header")
+        }
+        let header = try Self.read(descriptor, Self.headerBytes, at: 0)
+        let (span, parent, payloadCount) = try checkHeader(header, fileSize: size, tokens: tokens)
+        let rowBytes = 4 * 2 * layerCount * kvDim * span.count
+        if let encryptionKey {
+            var body = Data(try Self.read(descriptor, size, at: 0))
+            let bodyEnd = Self.headerBytes + payloadCount
+            guard Kernels.checksum(body, 0 ..< bodyEnd) == Self.littleEndian(body[bodyEnd...]) else {
+                throw Problem.invalid("checksum mismatch")
+            }
+            do {
+                body = try AES.GCM.open(AES.GCM.SealedBox(combined: body[Self.headerBytes ..< bodyEnd]), using: encryptionKey.key)
+            } catch {
+                throw Problem.invalid("does not decrypt under the current key")
+            }
+            guard body.count == 4 * span.upperBound + rowBytes else {
+                throw Problem.invalid("payload \(body.count) bytes, expected \(4 * span.upperBound + rowBytes)")
+            }
+            try checkTokens([UInt8](body.prefix(4 * span.upperBound)), key: key, tokens: tokens)
+            return ChainFile(key: key, descriptor: descriptor, span: span, parent: parent,
+                             rows: .decrypted(payload: body, offset: 4 * span.upperBound))
+        }
+        guard payloadCount == 4 * span.upperBound + rowBytes else {
+            throw Problem.invalid("payload \(payloadCount) bytes, expected \(4 * span.upperBound + rowBytes)")
+        }
+        let tokenBytes = try Self.read(descriptor, 4 * span.upperBound, at: Self.headerBytes)
+        try checkTokens(tokenBytes, key: key, tokens: tokens)
+        var checksum = kv_checksum_state()
+        kv_checksum64_begin(&checksum)
+        kv_checksum64_update(&checksum, header, header.count)
+        kv_checksum64_update(&checksum, tokenBytes, tokenBytes.count)
+        return ChainFile(key: key, descriptor: descriptor, span: span, parent: parent,
+                         rows: .file(offset: Self.headerBytes + tokenBytes.count, checksum: checksum, fileSize: size))
+    }
+
+    /// Checks a header against the store and the file's size: the span, the parent and the payload's byte count.
+    private func checkHeader(_ bytes: [UInt8], fileSize: Int, tokens: [Int]) throws
+        -> (span: Range<Int>, parent: PrefixKey?, payloadCount: Int) {
+        func invalid(_ reason: String) -> Problem { .invalid(reason) }
+        func u32(_ offset: Int) -> Int { Int(Self.littleEndian(bytes[offset ..< offset + 4])) }
+        guard Array(bytes[0 ..< 4]) == Self.magic else { throw invalid("not a prefix-store file (magic)") }
+        guard u32(4) == Int(Self.version) else { throw invalid("format version \(u32(4)), expected \(Self.version)") }
+        let encrypted = u32(8) & 1 == 1
+        guard encrypted == (encryptionKey != nil) else {
+            throw invalid(encrypted ? "encrypted, but no key is set" : "not encrypted, but a key is set")
+        }
+        guard u32(12) == layerCount, u32(16) == kvDim else {
+            throw invalid("shape \(u32(12)) layers × \(u32(16)), expected \(layerCount) × \(kvDim)")
+        }
+        let start = u32(20), end = u32(24)
+        guard start < end, end <= tokens.count else { throw invalid("span \(start)..<\(end) out of range") }
+        guard Array(bytes[28 ..< 60]) == fingerprint.bytes else { throw invalid("written for another model") }
+        let parentBytes = Array(bytes[60 ..< 92])
+        let parent = parentBytes.allSatisfy { $0 == 0 } ? nil : PrefixKey(bytes: parentBytes)
+        guard (start == 0) == (parent == nil) else { throw invalid("parent key disagrees with start \(start)") }
+        let payloadCount = Self.littleEndian(bytes[92 ..< 100])
+        guard payloadCount <= UInt64(fileSize), fileSize == Self.headerBytes + Int(payloadCount) + Self.checksumBytes else {
+            throw invalid("size \(fileSize) bytes, header says \(UInt64(Self.headerBytes + Self.checksumBytes) &+ payloadCount)")
+        }
+        return (start ..< end, parent, Int(payloadCount))
+    }
+
+    /// Checks that a file's token ids hash to its name and are the sequence's first tokens.
+    private func checkTokens(_ bytes: [UInt8], key: PrefixKey, tokens: [Int]) throws {
+        guard PrefixKey.key(fingerprint: fingerprint, littleEndianTokenIDs: bytes) == key else {
+            throw Problem.invalid("token ids do not hash to the file's name")
+        }
+        let same = bytes.withUnsafeBytes { raw in
+            (0 ..< bytes.count / 4).allSatisfy { i in
+                Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self))) == tokens[i]
+            }
+        }
+        guard same else { throw Problem.otherTokens }
+    }
+
+    /// Reads `file`'s rows for positions `from...` into `targets` (`[layer][keys, values]`);
+    /// rows before `from` are read too, into scratch, since the checksum covers them.
+    private func loadRows(of file: ChainFile, into targets: [[Matrix]], from: Int) throws {
+        let n = file.span.count, first = max(file.span.lowerBound, from), skipped = first - file.span.lowerBound
+        switch file.rows {
+        case let .decrypted(payload, offset):
+            for layer in 0 ..< layerCount {
+                for slot in 0 ..< 2 {
+                    Kernels.loadLittleEndianFloats(
+                        from: payload, byteOffset: offset + 4 * kvDim * ((2 * layer + slot) * n + skipped),
+                        into: targets[layer][slot].rows(first ..< file.span.upperBound))
+                }
+            }
+        case .file(var offset, var checksum, let fileSize):
+            let scratch = skipped > 0 ? Matrix.zeros(rows: skipped, cols: kvDim) : nil
+            for layer in 0 ..< layerCount {
+                for slot in 0 ..< 2 {
+                    if let scratch { offset = try Self.readRows(file.descriptor, at: offset, into: scratch, checksum: &checksum) }
+                    offset = try Self.readRows(file.descriptor, at: offset,
+                                               into: targets[layer][slot].rows(first ..< file.span.upperBound), checksum: &checksum)
+                }
+            }
+            precondition(offset == fileSize - Self.checksumBytes, "row sizes were checked against the header")
+            guard kv_checksum64_end(&checksum) == Self.littleEndian(try Self.read(file.descriptor, Self.checksumBytes, at: offset)[...]) else {
+                throw Problem.invalid("checksum mismatch")
+            }
+        }
+    }
+
+    private static func readRows(_ descriptor: Int32, at offset: Int, into rows: Matrix, checksum: inout kv_checksum_state) throws -> Int {
+        do { return try Kernels.readLittleEndianFloats(descriptor, at: offset, into: rows, checksum: &checksum) } catch {
+            throw Problem.invalid("\(error)")
+        }
+    }
+
+    /// Exactly `count` bytes of the file at `offset`.
+    private static func read(_ descriptor: Int32, _ count: Int, at offset: Int) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset + done)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw Problem.invalid(n == 0 ? "truncated while reading" : "read failed (errno \(errno))") }
+            done += n
+        }
+        return bytes
+    }
+
+    /// The little-endian unsigned integer in `bytes` (at most 8 of them).
+    private static func littleEndian(_ bytes: some Collection<UInt8>) -> UInt64 {
+        bytes.enumerated().reduce(0) { $0 | UInt64($1.element) << (8 * $1.offset) }
     }
 
     // MARK: - Format
@@ -263,59 +429,6 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         data.append(payload)
         Self.append(Kernels.checksum(data, 0 ..< data.count), to: &data)
         return data
-    }
-
-    private func decode(_ data: Data, key: PrefixKey, tokens: [Int]) throws
-        -> (data: Data, span: (lowerBound: Int, upperBound: Int, payloadStart: Int), parent: PrefixKey?) {
-        func invalid(_ reason: String) -> Problem { .invalid(reason) }
-        let bytes = [UInt8](data.prefix(Self.headerBytes))
-        guard bytes.count == Self.headerBytes, data.count >= Self.headerBytes + Self.checksumBytes else {
-            throw invalid("truncated: \(data.count) bytes, shorter than a header")
-        }
-        func u32(_ offset: Int) -> Int { (0 ..< 4).reduce(0) { $0 | Int(bytes[offset + $1]) << (8 * $1) } }
-        guard Array(bytes[0 ..< 4]) == Self.magic else { throw invalid("not a prefix-store file (magic)") }
-        guard u32(4) == Int(Self.version) else { throw invalid("format version \(u32(4)), expected \(Self.version)") }
-        let encrypted = u32(8) & 1 == 1
-        guard encrypted == (encryptionKey != nil) else {
-            throw invalid(encrypted ? "encrypted, but no key is set" : "not encrypted, but a key is set")
-        }
-        guard u32(12) == layerCount, u32(16) == kvDim else {
-            throw invalid("shape \(u32(12)) layers × \(u32(16)), expected \(layerCount) × \(kvDim)")
-        }
-        let start = u32(20), end = u32(24)
-        guard start < end, end <= tokens.count else { throw invalid("span \(start)..<\(end) out of range") }
-        guard Array(bytes[28 ..< 60]) == fingerprint.bytes else { throw invalid("written for another model") }
-        let parentBytes = Array(bytes[60 ..< 92])
-        let parent = parentBytes.allSatisfy { $0 == 0 } ? nil : PrefixKey(bytes: parentBytes)
-        guard (start == 0) == (parent == nil) else { throw invalid("parent key disagrees with start \(start)") }
-        let payloadCount = (0 ..< 8).reduce(0) { $0 | Int(bytes[92 + $1]) << (8 * $1) }
-        guard payloadCount >= 0, data.count == Self.headerBytes + payloadCount + Self.checksumBytes else {
-            throw invalid("size \(data.count) bytes, header says \(Self.headerBytes + payloadCount + Self.checksumBytes)")
-        }
-        let bodyEnd = Self.headerBytes + payloadCount
-        let stored = [UInt8](data[bodyEnd ..< data.count]).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.1) << (8 * $1.0) }
-        guard Kernels.checksum(data, 0 ..< bodyEnd) == stored else { throw invalid("checksum mismatch") }
-        var payload = data   // plain: read in place (offsets below are within `data`)
-        var payloadStart = Self.headerBytes
-        if let encryptionKey {
-            payload = data.subdata(in: Self.headerBytes ..< bodyEnd)
-            payloadStart = 0
-            do { payload = try AES.GCM.open(AES.GCM.SealedBox(combined: payload), using: encryptionKey.key) } catch {
-                throw invalid("does not decrypt under the current key")
-            }
-        }
-        let rowFloats = 2 * layerCount * kvDim * (end - start)
-        let payloadBytesCount = encryptionKey == nil ? payloadCount : payload.count
-        guard payloadBytesCount == 4 * end + 4 * rowFloats else {
-            throw invalid("payload \(payloadBytesCount) bytes, expected \(4 * end + 4 * rowFloats)")
-        }
-        let payloadBytes = [UInt8](payload[payloadStart ..< payloadStart + 4 * end])
-        let fileTokens = (0 ..< end).map { i in (0 ..< 4).reduce(0) { $0 | Int(payloadBytes[4 * i + $1]) << (8 * $1) } }
-        guard PrefixKey.keys(fingerprint: fingerprint, tokens: fileTokens, at: [end])[0] == key else {
-            throw invalid("token ids do not hash to the file's name")
-        }
-        guard fileTokens.elementsEqual(tokens[0 ..< end]) else { throw Problem.otherTokens }
-        return (payload, (start, end, payloadStart), parent)
     }
 
     // MARK: - Files

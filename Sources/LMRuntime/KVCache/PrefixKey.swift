@@ -28,14 +28,23 @@ public struct PrefixKey: Hashable, Sendable, CustomStringConvertible {
         for boundary in boundaries {
             precondition(boundary >= hashed && boundary <= tokens.count, "boundaries must ascend within the tokens")
             chunk.removeAll(keepingCapacity: true)
+            chunk.reserveCapacity(4 * (boundary - hashed))
             for token in tokens[hashed ..< boundary] {
-                let v = UInt32(truncatingIfNeeded: token)
-                chunk += [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)]
+                withUnsafeBytes(of: UInt32(truncatingIfNeeded: token).littleEndian) { chunk.append(contentsOf: $0) }
             }
             hash.update(data: chunk)
             hashed = boundary
             keys.append(PrefixKey(bytes: Array(hash.finalize()))!)   // a copy finalises; `hash` keeps going
         }
         return keys
+    }
+
+    /// The key of the prefix whose ids are `tokenIDs`, given as a file stores them (32-bit
+    /// little-endian each): the same key as ``keys(fingerprint:tokens:at:)`` gives those ids.
+    package static func key(fingerprint: ModelFingerprint, littleEndianTokenIDs tokenIDs: [UInt8]) -> PrefixKey {
+        var hash = SHA256()
+        hash.update(data: fingerprint.bytes)
+        hash.update(data: tokenIDs)
+        return PrefixKey(bytes: Array(hash.finalize()))!   // SHA-256 digests are 32 bytes
     }
 }

@@ -30,7 +30,10 @@ extension PrefixStore {
         var diskEnd = memoryEnd
         if let disk {
             for (boundary, key) in zip(candidates, keys).reversed() where boundary > memoryEnd && disk.contains(key) {
-                guard (try? cache.reserve(positions: boundary)) != nil else { break }   // no room: recompute instead
+                // Room for every token, not just the restored ones: growing after the restore would copy them all.
+                guard (try? cache.reserve(positions: max(boundary, min(tokens.count, cache.capacity)))) != nil else {
+                    break   // no room: recompute instead
+                }
                 if disk.restore(key, tokens: tokens, into: cache, from: memoryEnd) {
                     diskEnd = boundary
                     break

@@ -1,5 +1,6 @@
 import Foundation
-/// Fixed-size float32 storage, allocated once, zero-filled, and freed with the object.
+/// Fixed-size float32 storage, allocated once, zero-filled (unless made for rows that are
+/// written before they are read), and freed with the object.
 ///
 /// Every tensor in the runtime (weights, activations, K/V rows) lives in a
 /// `FloatBuffer` and is addressed through ``Matrix`` views, so code above
@@ -23,13 +24,9 @@ public final class FloatBuffer: @unchecked Sendable {
     /// Allocates `count` zeroed floats, or throws when the system refuses.
     /// - Parameter count: number of float32 elements.
     /// - Throws: ``RuntimeError/allocationFailed(bytes:)`` for a negative or impossible size, or
-    ///   when `malloc` fails; nothing is allocated then.
-    public init(checkedCount count: Int) throws {
-        let (bytes, overflow) = max(count, 1).multipliedReportingOverflow(by: MemoryLayout<Float>.stride)
-        guard count >= 0, !overflow, let raw = malloc(bytes) else {
-            throw RuntimeError.allocationFailed(bytes: overflow || count < 0 ? .max : bytes)
-        }
-        base = raw.bindMemory(to: Float.self, capacity: max(count, 1))
+    ///   when the allocation fails; nothing is allocated then.
+    public convenience init(checkedCount count: Int) throws {
+        try self.init(uninitializedCount: count)
         let base = base
         // First touch of fresh memory is most of a large allocation's cost (page faults), and
         // the kernel takes them on every core at once: a session's 75 MB cache for a restored
@@ -37,6 +34,18 @@ public final class FloatBuffer: @unchecked Sendable {
         Kernels.parallelBands(max(count, 1), minimumPerBand: 1 << 20) { band in
             (base + band.lowerBound).initialize(repeating: 0, count: band.count)
         }
+    }
+
+    /// Allocates `count` floats whose values are unspecified until written: for storage whose
+    /// every element is written before it is read (a K/V cache's rows beyond its count), so
+    /// the first writes take the page faults instead of a zero fill ahead of them.
+    /// - Throws: ``RuntimeError/allocationFailed(bytes:)`` as ``init(checkedCount:)``.
+    package init(uninitializedCount count: Int) throws {
+        let (bytes, overflow) = max(count, 1).multipliedReportingOverflow(by: MemoryLayout<Float>.stride)
+        guard count >= 0, !overflow, let raw = malloc(bytes) else {
+            throw RuntimeError.allocationFailed(bytes: overflow || count < 0 ? .max : bytes)
+        }
+        base = raw.bindMemory(to: Float.self, capacity: max(count, 1))
         self.count = count
     }
 
