@@ -46,12 +46,15 @@ struct PrefixDiskTierTests {
     /// A chain of files restored in parallel, the first part from memory: the file that holds
     /// the boundary of the memory's end is read from there on (its earlier rows only feed the
     /// checksum), and every row equals a fresh prefill.
-    @Test func restore_aChainPartlyInMemoryReadsTheRestFromDisk() throws {
+    /// Plain files are read in place; encrypted ones are decrypted whole first: both paths.
+    @Test(arguments: [false, true])
+    func restore_aChainPartlyInMemoryReadsTheRestFromDisk(encrypted: Bool) throws {
         let directory = directory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let sequence = base.tokens(70, seed: 36)
-        try persist(Array(sequence.prefix(60)), boundaries: [10, 25, 40, 60], in: directory)
-        let relaunched = base.store(directory: directory)
+        let key = encrypted ? PrefixStore.EncryptionKey.random() : nil
+        try persist(Array(sequence.prefix(60)), boundaries: [10, 25, 40, 60], in: directory, key: key)
+        let relaunched = base.store(directory: directory, key: key)
         relaunched.publish(try base.filled(Array(sequence.prefix(30)), on: base.model), boundaries: [30])
         let (restored, logitError, rowError) = try base.restoreAndCompare(relaunched, sequence, boundaries: [30, 40, 60], have: 5)
         #expect(restored == PrefixStore.Restored(fromMemory: 25, fromDisk: 30))
