@@ -39,13 +39,14 @@ SKINNY_INLINE float SKINNY_NAME(tail)(const float *xt, const SKINNY_W *wn, ptrdi
 // Four weight rows by two activation rows: 8 accumulators, each weight vector loaded once per
 // k step and used twice, each activation vector used four times.
 SKINNY_FN void SKINNY_NAME(tile4x2)(const float *x, ptrdiff_t ldx, const SKINNY_W *w, ptrdiff_t ldw, ptrdiff_t k,
-                                    float *y, ptrdiff_t ldy, float alpha, float beta) {
-    ptrdiff_t end = k - k % 8;
+                                    float *y, ptrdiff_t ldy, float alpha, float beta, const char *ahead, ptrdiff_t lines) {
+    ptrdiff_t end = k - k % 8, steps = end > 8 ? end / 8 : 1, spread = 0;
     __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
     const float *x0 = x, *x1 = x + ldx;
     const SKINNY_W *w0 = w, *w1 = w + ldw, *w2 = w + 2 * ldw, *w3 = w + 3 * ldw;
     for (ptrdiff_t i = 0; i < end; i += 8) {
         __m256 v0 = _mm256_loadu_ps(x0 + i), v1 = _mm256_loadu_ps(x1 + i), r;
+        for (spread += lines; spread >= steps; spread -= steps, ahead += 64) _mm_prefetch(ahead, _MM_HINT_T0);
         r = SKINNY_LOAD8(w0 + i); a00 = _mm256_fmadd_ps(v0, r, a00); a01 = _mm256_fmadd_ps(v1, r, a01);
         r = SKINNY_LOAD8(w1 + i); a10 = _mm256_fmadd_ps(v0, r, a10); a11 = _mm256_fmadd_ps(v1, r, a11);
         r = SKINNY_LOAD8(w2 + i); a20 = _mm256_fmadd_ps(v0, r, a20); a21 = _mm256_fmadd_ps(v1, r, a21);
@@ -62,14 +63,15 @@ SKINNY_FN void SKINNY_NAME(tile4x2)(const float *x, ptrdiff_t ldx, const SKINNY_
 // Four weight rows by three activation rows: 12 accumulators, enough independent FMAs to cover
 // the FMA latency on two pipes; 7 loads per 12 FMAs.
 SKINNY_FN void SKINNY_NAME(tile4x3)(const float *x, ptrdiff_t ldx, const SKINNY_W *w, ptrdiff_t ldw, ptrdiff_t k,
-                                    float *y, ptrdiff_t ldy, float alpha, float beta) {
-    ptrdiff_t end = k - k % 8;
+                                    float *y, ptrdiff_t ldy, float alpha, float beta, const char *ahead, ptrdiff_t lines) {
+    ptrdiff_t end = k - k % 8, steps = end > 8 ? end / 8 : 1, spread = 0;
     __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a10 = a00, a11 = a00, a12 = a00;
     __m256 a20 = a00, a21 = a00, a22 = a00, a30 = a00, a31 = a00, a32 = a00;
     const float *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx;
     const SKINNY_W *w0 = w, *w1 = w + ldw, *w2 = w + 2 * ldw, *w3 = w + 3 * ldw;
     for (ptrdiff_t i = 0; i < end; i += 8) {
         __m256 v0 = _mm256_loadu_ps(x0 + i), v1 = _mm256_loadu_ps(x1 + i), v2 = _mm256_loadu_ps(x2 + i), r;
+        for (spread += lines; spread >= steps; spread -= steps, ahead += 64) _mm_prefetch(ahead, _MM_HINT_T0);
         r = SKINNY_LOAD8(w0 + i);
         a00 = _mm256_fmadd_ps(v0, r, a00); a01 = _mm256_fmadd_ps(v1, r, a01); a02 = _mm256_fmadd_ps(v2, r, a02);
         r = SKINNY_LOAD8(w1 + i);
@@ -163,14 +165,20 @@ SKINNY_FN void SKINNY_NAME(avx2)(const float *x, ptrdiff_t ldx, ptrdiff_t rows, 
             continue;
         }
         // Rows in threes and twos (any count from 2 is a sum of them): no single row re-reads the
-        // four weight rows on its own.
-        for (ptrdiff_t t = 0; t < rows;) {
+        // four weight rows on its own. Only the first tile reads them from DRAM, so each tile also
+        // prefetches its share of the next four rows, spread evenly over its iterations: the
+        // memory then streams while the later tiles compute (from DRAM, 15 rows ran at 0.6 of the
+        // in-cache speed without it, 0.95 with it, on a Zen 3).
+        ptrdiff_t tiles = (rows + 2) / 3;
+        ptrdiff_t share = n + 8 <= outputs ? (4 * ldw * (ptrdiff_t)sizeof(SKINNY_W) / 64 + tiles - 1) / tiles : 0;
+        const char *next = (const char *)(wn + 4 * ldw);
+        for (ptrdiff_t t = 0, tile = 0; t < rows; tile++) {
             ptrdiff_t left = rows - t;
             if (left == 2 || left == 4) {
-                SKINNY_NAME(tile4x2)(x + t * ldx, ldx, wn, ldw, k, y + t * ldy + n, ldy, alpha, beta);
+                SKINNY_NAME(tile4x2)(x + t * ldx, ldx, wn, ldw, k, y + t * ldy + n, ldy, alpha, beta, next + 64 * tile * share, share);
                 t += 2;
             } else {
-                SKINNY_NAME(tile4x3)(x + t * ldx, ldx, wn, ldw, k, y + t * ldy + n, ldy, alpha, beta);
+                SKINNY_NAME(tile4x3)(x + t * ldx, ldx, wn, ldw, k, y + t * ldy + n, ldy, alpha, beta, next + 64 * tile * share, share);
                 t += 3;
             }
         }
