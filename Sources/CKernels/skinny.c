@@ -99,7 +99,7 @@ void kv_skinny_gemm_portable(const float *x, ptrdiff_t ldx, ptrdiff_t rows, cons
 void kv_skinny_gemm(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const float *w, ptrdiff_t ldw,
                     ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta) {
 #if KV_X86
-    if (kv_uses_avx2()) { avx2_f32(x, ldx, rows, w, ldw, outputs, k, y, ldy, alpha, beta); return; }
+    if (kv_uses_avx2()) { avx2_f32(x, ldx, rows, w, ldw, outputs, k, y, ldy, alpha, beta, NULL, 0); return; }
 #endif
     portable_f32(x, ldx, rows, w, ldw, outputs, k, y, ldy, alpha, beta);
 }
@@ -112,9 +112,27 @@ void kv_skinny_gemm_f16_portable(const float *x, ptrdiff_t ldx, ptrdiff_t rows, 
 void kv_skinny_gemm_f16(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t ldw,
                         ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta) {
 #if KV_X86
-    if (has_f16c) { avx2_f16(x, ldx, rows, w, ldw, outputs, k, y, ldy, alpha, beta); return; }
+    if (has_f16c) { avx2_f16(x, ldx, rows, w, ldw, outputs, k, y, ldy, alpha, beta, NULL, 0); return; }
 #endif
     portable_f16(x, ldx, rows, w, ldw, outputs, k, y, ldy, alpha, beta);
+}
+
+void kv_skinny_gemm_f16_chunked(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t ldw,
+                                ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta,
+                                float *scratch, ptrdiff_t ldscratch, ptrdiff_t chunkRows) {
+    for (ptrdiff_t first = 0; first < outputs; first += chunkRows) {
+        ptrdiff_t n = outputs - first < chunkRows ? outputs - first : chunkRows;
+        for (ptrdiff_t r = 0; r < n; r++) kv_halfs_to_floats(scratch + r * ldscratch, w + (first + r) * ldw, k);
+        ptrdiff_t following = outputs - first - n < chunkRows ? outputs - first - n : chunkRows;
+#if KV_X86
+        if (kv_uses_avx2()) {   // the next chunk's halfs stream in while this one is multiplied
+            avx2_f32(x, ldx, rows, scratch, ldscratch, n, k, y + first, ldy, alpha, beta,
+                     (const char *)(w + (first + n) * ldw), following * ldw * (ptrdiff_t)sizeof(uint16_t));
+            continue;
+        }
+#endif
+        portable_f32(x, ldx, rows, scratch, ldscratch, n, k, y + first, ldy, alpha, beta);
+    }
 }
 
 void kv_halfs_to_floats_portable(float *dst, const uint16_t *src, ptrdiff_t n) {

@@ -150,8 +150,11 @@ SKINNY_FN void SKINNY_NAME(tile8x1)(const float *x, const SKINNY_W *w, ptrdiff_t
         y[n] = finish(SKINNY_NAME(tail)(x, w + n * ldw, end, k, reduce8(acc[n])), alpha, beta, y + n);
 }
 
+// `after` (`afterBytes` long, may be NULL) is memory the caller reads next: the last group of
+// weight rows prefetches it instead of rows beyond the matrix.
 SKINNY_FN void SKINNY_NAME(avx2)(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const SKINNY_W *w, ptrdiff_t ldw,
-                                 ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta) {
+                                 ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta,
+                                 const char *after, ptrdiff_t afterBytes) {
     ptrdiff_t n = 0;
     for (; n + 4 <= outputs; n += 4) {
         const SKINNY_W *wn = w + n * ldw;
@@ -170,8 +173,9 @@ SKINNY_FN void SKINNY_NAME(avx2)(const float *x, ptrdiff_t ldx, ptrdiff_t rows, 
         // memory then streams while the later tiles compute (from DRAM, 15 rows ran at 0.6 of the
         // in-cache speed without it, 0.95 with it, on a Zen 3).
         ptrdiff_t tiles = (rows + 2) / 3;
-        ptrdiff_t share = n + 8 <= outputs ? (4 * ldw * (ptrdiff_t)sizeof(SKINNY_W) / 64 + tiles - 1) / tiles : 0;
-        const char *next = (const char *)(wn + 4 * ldw);
+        const char *next = n + 8 <= outputs ? (const char *)(wn + 4 * ldw) : after;
+        ptrdiff_t nextBytes = n + 8 <= outputs ? 4 * ldw * (ptrdiff_t)sizeof(SKINNY_W) : n + 4 == outputs && after ? afterBytes : 0;
+        ptrdiff_t share = (nextBytes / 64 + tiles - 1) / tiles;
         for (ptrdiff_t t = 0, tile = 0; t < rows; tile++) {
             ptrdiff_t left = rows - t;
             if (left == 2 || left == 4) {

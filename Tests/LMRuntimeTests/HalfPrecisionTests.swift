@@ -32,13 +32,26 @@ struct HalfPrecisionTests {
     typealias Skinny = @Sendable (UnsafePointer<Float>, Int, Int, UnsafePointer<Float>, Int, Int, Int, UnsafeMutablePointer<Float>, Int, Float, Float) -> Void
     typealias SkinnyHalf = @Sendable (UnsafePointer<Float>, Int, Int, UnsafePointer<UInt16>, Int, Int, Int, UnsafeMutablePointer<Float>, Int, Float, Float) -> Void
 
+    /// ``kv_skinny_gemm_f16_chunked`` with `chunkRows` rows per chunk, as a ``SkinnyHalf``.
+    static func chunked(_ chunkRows: Int) -> SkinnyHalf {
+        { x, ldx, rows, w, ldw, outputs, k, y, ldy, alpha, beta in
+            var scratch = [Float](repeating: .nan, count: chunkRows * (k + 3))   // rows k + 3 apart: strided
+            scratch.withUnsafeMutableBufferPointer {
+                kv_skinny_gemm_f16_chunked(x, ldx, rows, w, ldw, outputs, k, y, ldy, alpha, beta, $0.baseAddress!, k + 3, chunkRows)
+            }
+        }
+    }
+
     /// The half kernel is the float kernel on the converted weights, bit for bit, when both run the
     /// same body (converting a half is exact, and the arithmetic after it is the same), at shapes
     /// that hit every tile and tail, including subnormal and extreme halfs.
+    /// The chunked entry point (halfs converted a few rows at a time, the next chunk prefetched) is
+    /// the dispatched float kernel on the converted weights, for chunks of whole and partial tiles.
     @Test(arguments: [("dispatched", kv_skinny_gemm_f16 as SkinnyHalf, kv_skinny_gemm as Skinny),
-                      ("portable", kv_skinny_gemm_f16_portable as SkinnyHalf, kv_skinny_gemm_portable as Skinny)])
+                      ("portable", kv_skinny_gemm_f16_portable as SkinnyHalf, kv_skinny_gemm_portable as Skinny),
+                      ("chunks of 4", chunked(4), kv_skinny_gemm as Skinny), ("chunks of 6", chunked(6), kv_skinny_gemm as Skinny)])
     func skinnyGEMMHalf_isTheFloatKernelOnTheConvertedWeights(name: String, half: SkinnyHalf, float: Skinny) {
-        let sameBody = name == "portable" || Kernels.usesAVX2 == Kernels.usesF16C
+        let sameBody = name != "dispatched" || Kernels.usesAVX2 == Kernels.usesF16C
         for (rows, outputs, k) in [(1, 9, 77), (2, 4, 8), (3, 7, 64), (5, 13, 9), (8, 16, 200), (1, 5, 1), (7, 3, 2816), (32, 20, 72)] {
             let x = CKernelsTests.values(rows * k, seed: UInt64(rows + k), scale: 1)
             var w = CKernelsTests.values(outputs * k, seed: UInt64(outputs * 3 + k), scale: 2).map(Kernels.halfBits)
@@ -67,7 +80,7 @@ struct HalfPrecisionTests {
     /// `Kernels.matmul` over half weights, on both paths (skinny for few rows; blocks converted into
     /// scratch and sgemm for many), against the float32 product on the same values. Without scratch
     /// the skinny kernel takes any number of rows.
-    @Test(arguments: [1, 5, 33, 130])
+    @Test(arguments: [1, 5, 8, 17, 33, 130])
     func matmul_halfWeightsMatchTheFloatProductOfTheirValues(rows: Int) {
         let outputs = 300, k = 72   // more output rows than one conversion block, bands not multiples of 16
         let a = Matrix(rows: rows, cols: k, values: CKernelsTests.values(rows * k, seed: 11, scale: 1))

@@ -40,6 +40,13 @@ void kv_skinny_gemm(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const float *
 /// when both run the same body (F16C with AVX2+FMA, or the portable one).
 void kv_skinny_gemm_f16(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t ldw,
                         ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
+/// kv_skinny_gemm on half weights converted `chunkRows` weight rows at a time into `scratch`
+/// (floats, rows `ldscratch` apart, at least `k` wide): the same arithmetic as kv_skinny_gemm on the
+/// converted weights, each weight row converted once however many activation rows there are, and
+/// the next chunk's halfs prefetched while the current one is multiplied.
+void kv_skinny_gemm_f16_chunked(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t ldw,
+                                ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta,
+                                float *scratch, ptrdiff_t ldscratch, ptrdiff_t chunkRows);
 /// dst[i] = the float value of IEEE half src[i], for i < n (exact).
 void kv_halfs_to_floats(float *dst, const uint16_t *src, ptrdiff_t n);
 /// The float value of IEEE half h (exact; NaN payloads kept).

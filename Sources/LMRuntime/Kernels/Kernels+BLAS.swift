@@ -93,21 +93,18 @@ package enum Kernels {
                 return
             }
             precondition(block.cols >= w.cols, "half conversion block too narrow")
-            let skinny = a.rows <= skinnyRowLimit
-            // Skinny chunks stay in L1 (about 16 KB); sgemm gets the whole block, which it packs.
-            let chunk = skinny ? min(block.rows, max(4, 4096 / w.cols / 4 * 4)) : block.rows
-            for first in stride(from: 0, to: w.rows, by: chunk) {
-                let rows = min(chunk, w.rows - first), converted = block.rows(0 ..< rows).columns(0 ..< w.cols)
+            if a.rows <= skinnyRowLimit {   // chunks that stay in L1 (about 16 KB), the next one prefetched meanwhile
+                let chunk = min(block.rows, max(4, 4096 / w.cols / 4 * 4))
+                kv_skinny_gemm_f16_chunked(a.base, a.rowStride, a.rows, w.base, w.rowStride, w.rows, a.cols, c.base, c.rowStride,
+                                           alpha, beta, block.base, block.rowStride, chunk)
+                return
+            }
+            for first in stride(from: 0, to: w.rows, by: block.rows) {   // sgemm gets whole blocks, which it packs
+                let rows = min(block.rows, w.rows - first), converted = block.rows(0 ..< rows).columns(0 ..< w.cols)
                 for r in 0 ..< rows {
                     kv_halfs_to_floats(converted.base + r * converted.rowStride, w.base + (first + r) * w.rowStride, w.cols)
                 }
-                let out = c.columns(first ..< first + rows)
-                if skinny {
-                    kv_skinny_gemm(a.base, a.rowStride, a.rows, converted.base, converted.rowStride, rows, a.cols,
-                                   out.base, out.rowStride, alpha, beta)
-                } else {
-                    sgemm(a, transposed: converted, into: out, alpha: alpha, beta: beta)
-                }
+                sgemm(a, transposed: converted, into: c.columns(first ..< first + rows), alpha: alpha, beta: beta)
             }
         }
     }
