@@ -191,6 +191,27 @@ struct PrefixDiskTierTests {
         #expect(throws: PrefixStoreError.invalidEncryptionKey(byteCount: 5)) { try PrefixStore.EncryptionKey(bytes: [1, 2, 3, 4, 5]) }
     }
 
+    /// An encrypted file whose header and checksum agree on a payload of the wrong size is refused
+    /// before it is read whole (a hostile file could claim gigabytes).
+    @Test func encryption_refusesAPayloadOfTheWrongSizeBeforeReadingIt() throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = PrefixStore.EncryptionKey.random()
+        let sequence = base.tokens(30, seed: 38)
+        try persist(sequence, boundaries: [30], in: directory, key: key)
+        let url = directory.appendingPathComponent(try #require(files(in: directory).first))
+        let data = try Data(contentsOf: url)
+        var body = Data(data.prefix(data.count - 8)) + Data(repeating: 7, count: 64)
+        let payload = UInt64(body.count - 100)
+        for i in 0 ..< 8 { body[92 + i] = UInt8(truncatingIfNeeded: payload >> (8 * UInt64(i))) }
+        let checksum = Kernels.checksum(body, 0 ..< body.count)
+        try (body + Data((0 ..< 8).map { UInt8(truncatingIfNeeded: checksum >> (8 * $0)) })).write(to: url)
+        let relaunched = base.store(directory: directory, key: key)
+        #expect(try base.restoreAndCompare(relaunched, sequence + [1], boundaries: [30]).restored.total == 0)
+        #expect(relaunched.statistics.rejectedFiles == 1 && files(in: directory).isEmpty)
+        #expect(relaunched.statistics.lastDiskError?.contains("payload") == true)
+    }
+
     @Test func write_keepsTheDirectoryWithinItsByteLimit() throws {
         let directory = directory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -272,6 +272,10 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         let (span, parent, payloadCount) = try checkHeader(header, fileSize: size, tokens: tokens)
         let rowBytes = 4 * 2 * layerCount * kvDim * span.count
         if let encryptionKey {
+            // AES-GCM's combined box: a 12-byte nonce, the ciphertext (as long as the plaintext), a 16-byte tag.
+            guard payloadCount == 12 + 4 * span.upperBound + rowBytes + 16 else {
+                throw Problem.invalid("payload \(payloadCount) bytes, expected \(12 + 4 * span.upperBound + rowBytes + 16)")
+            }
             var body = Data(try Self.read(descriptor, size, at: 0))
             let bodyEnd = Self.headerBytes + payloadCount
             guard Kernels.checksum(body, 0 ..< bodyEnd) == Self.littleEndian(body[bodyEnd...]) else {
