@@ -59,7 +59,10 @@ struct ResourceLimitTests {
             AttentionScratch(headCount: 12, kvHeadCount: 4, headDim: 64, contextLength: context, workers: 2).byteCount
         }
         #expect(scratch(1 << 20) == scratch(4096))
-        #expect(scratch(4096) == 2 * 3 * Kernels.attentionBlockRows * (Kernels.attentionKeyTile + 2 * 64 + 2) * 4)
+        let blocked = 2 * 3 * Kernels.attentionBlockRows * (Kernels.attentionKeyTile + 2 * 64 + 2)   // per worker: scores, queries, outputs, stats
+        let partRows = 4 * Kernels.attentionParts * 3 * Kernels.fewQueryLimit                      // per K/V head and part: outputs and stats
+        let partWork = 2 * (4 * 3 * Kernels.fewQueryLimit * 64 + (3 * Kernels.fewQueryLimit + 64) * Kernels.fewQueryKeyTile)
+        #expect(scratch(4096) == (blocked + partRows * (64 + 2) + partWork) * 4)
         #expect(long.contextKVBytes == 2 * 12 * 256 * (1 << 20) * 4)
         #expect(throws: ModelLoadError.self) { try ModelWeights.synthetic(base, seed: 42, memoryLimit: 16 * Self.gigabyte) }
     }

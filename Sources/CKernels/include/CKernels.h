@@ -52,6 +52,44 @@ void kv_halfs_to_floats(float *dst, const uint16_t *src, ptrdiff_t n);
 /// The float value of IEEE half h (exact; NaN payloads kept).
 float kv_half_to_float(uint16_t h);
 
+/// s[r*lds + j] = scale * dot(q[r*ldq ..], k[j*ldk ..]) over d elements, for r < rows and j < n: a
+/// few queries against a tile of keys. Each dot product sums eight lanes of fused multiply-adds
+/// in element order, then the lanes in one fixed tree, then the elements beyond the last eight,
+/// the same on every body and in every tile.
+void kv_attention_scores(const float *q, ptrdiff_t ldq, ptrdiff_t rows, const float *k, ptrdiff_t ldk, ptrdiff_t n,
+                         ptrdiff_t d, float *s, ptrdiff_t lds, float scale);
+
+/// o[r*ldo + c] += sum over j < n of p[r*ldp + j] * v[j*ldv + c], for r < rows and c < cols: a few
+/// rows of attention weights times a tile of value rows, each output element accumulated with
+/// one fused multiply-add per key, in key order.
+void kv_weighted_rows_add(float *o, ptrdiff_t ldo, ptrdiff_t rows, const float *p, ptrdiff_t ldp,
+                          const float *v, ptrdiff_t ldv, ptrdiff_t n, ptrdiff_t cols);
+
+/// One part of causal grouped-query attention for `positions` consecutive queries from position
+/// firstPosition. Query head j's query at position firstPosition + p is q[p*ldq + j*headDim ..];
+/// K/V head h (columns h*headDim of k and v) serves query heads h*group ..< (h+1)*group, whose
+/// queries are stacked, row r = i*positions + p for query head h*group + i, and multiplied by
+/// `scale`. Walks key rows [from, to) (rows ldkv apart; tiles of `tile` keys from `from`, each
+/// read for every head while in cache) with an online softmax, each row seeing the keys up to its
+/// position, and leaves per head and stacked row its maximum score and sum of exponentials in
+/// stats[h*statsHeadStride + 2r ..+1] (-inf and 0 when the row sees none of these keys) and its
+/// unnormalised output in o[h*oHeadStride + r*ldo ..] (zero when it sees none). `work` holds
+/// kv_attend_work_floats(kvHeads, group * positions, headDim, tile) floats.
+void kv_attend_keys(const float *q, ptrdiff_t ldq, ptrdiff_t positions, ptrdiff_t group, ptrdiff_t kvHeads,
+                    ptrdiff_t headDim, ptrdiff_t firstPosition, const float *k, const float *v, ptrdiff_t ldkv,
+                    ptrdiff_t from, ptrdiff_t to, ptrdiff_t tile, float scale, float *work, float *stats,
+                    ptrdiff_t statsHeadStride, float *o, ptrdiff_t ldo, ptrdiff_t oHeadStride);
+/// The scratch kv_attend_keys needs, in floats.
+ptrdiff_t kv_attend_work_floats(ptrdiff_t kvHeads, ptrdiff_t rows, ptrdiff_t headDim, ptrdiff_t tile);
+
+/// Merges `parts` results of kv_attend_keys over consecutive key ranges (part i's stats at
+/// stats + i*statsPartStride, its outputs at o + i*oPartStride, rows ldo apart), in part order,
+/// into normalised attention outputs: stacked row r goes to out + (r % blockRows)*ldout +
+/// (r / blockRows)*headDim (the row of its position, the columns of its head).
+void kv_attend_merge(ptrdiff_t parts, const float *stats, ptrdiff_t statsPartStride, const float *o,
+                     ptrdiff_t oPartStride, ptrdiff_t ldo, ptrdiff_t rows, ptrdiff_t headDim, ptrdiff_t blockRows,
+                     float *out, ptrdiff_t ldout);
+
 /// The portable bodies (no instruction-set extensions).
 float kv_exp_shifted_sum_portable(float *x, ptrdiff_t n);
 float kv_max_portable(const float *x, ptrdiff_t n);
@@ -61,6 +99,10 @@ void kv_skinny_gemm_portable(const float *x, ptrdiff_t ldx, ptrdiff_t rows, cons
 void kv_skinny_gemm_f16_portable(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t ldw,
                                  ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
 void kv_halfs_to_floats_portable(float *dst, const uint16_t *src, ptrdiff_t n);
+void kv_attention_scores_portable(const float *q, ptrdiff_t ldq, ptrdiff_t rows, const float *k, ptrdiff_t ldk,
+                                  ptrdiff_t n, ptrdiff_t d, float *s, ptrdiff_t lds, float scale);
+void kv_weighted_rows_add_portable(float *o, ptrdiff_t ldo, ptrdiff_t rows, const float *p, ptrdiff_t ldp,
+                                   const float *v, ptrdiff_t ldv, ptrdiff_t n, ptrdiff_t cols);
 float kv_exp_sub_sum_portable(float *x, ptrdiff_t n, float shift);
 void kv_swiglu_portable(float *gate, const float *up, ptrdiff_t n);
 void kv_rmsnorm_portable(float *dst, const float *x, const float *weight, ptrdiff_t n, float epsilon);

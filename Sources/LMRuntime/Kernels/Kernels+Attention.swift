@@ -11,20 +11,30 @@ public struct AttentionScratch: Sendable {
     let outputs: Matrix   // [workers * group * blockRows, headDim]
     let rowStats: Matrix  // [workers * group * blockRows, 2]: running max and Σ exp per score row
     let rowsPerWorker: Int
+    let partOutputs: Matrix  // [kvHeadCount * attentionParts * rowsPerPart, headDim]: few queries, per key part
+    let partStats: Matrix    // [kvHeadCount * attentionParts * rowsPerPart, 2]: each part's maximum and Σ exp per row
+    let rowsPerPart: Int     // group * fewQueryLimit
+    let partWork: Matrix     // [workers, kv_attend_work_floats(kvHeadCount, rowsPerPart, headDim, fewQueryKeyTile)]
 
     /// Scratch for a model with `headCount / kvHeadCount` query heads per K/V head. Its size
     /// does not grow with the context beyond one tile of keys (``Kernels/attentionKeyTile``).
     public init(headCount: Int, kvHeadCount: Int, headDim: Int, contextLength: Int, workers: Int) {
-        self.workers = max(1, min(workers, kvHeadCount))
+        self.workers = max(1, workers)
         rowsPerWorker = headCount / kvHeadCount * Kernels.attentionBlockRows
         scores = .zeros(rows: self.workers * rowsPerWorker, cols: min(contextLength, Kernels.attentionKeyTile))
         queries = .zeros(rows: self.workers * rowsPerWorker, cols: headDim)
         outputs = .zeros(rows: self.workers * rowsPerWorker, cols: headDim)
         rowStats = .zeros(rows: self.workers * rowsPerWorker, cols: 2)
+        rowsPerPart = headCount / kvHeadCount * Kernels.fewQueryLimit
+        partOutputs = .zeros(rows: kvHeadCount * Kernels.attentionParts * rowsPerPart, cols: headDim)
+        partStats = .zeros(rows: kvHeadCount * Kernels.attentionParts * rowsPerPart, cols: 2)
+        partWork = .zeros(rows: self.workers, cols: kv_attend_work_floats(kvHeadCount, rowsPerPart, headDim, Kernels.fewQueryKeyTile))
     }
 
     /// Bytes the scratch holds.
-    public var byteCount: Int { [scores, queries, outputs, rowStats].map { $0.rows * $0.cols * 4 }.reduce(0, +) }
+    public var byteCount: Int {
+        [scores, queries, outputs, rowStats, partOutputs, partStats, partWork].map { $0.rows * $0.cols * 4 }.reduce(0, +)
+    }
 
     func slice(_ worker: Int) -> (scores: Matrix, queries: Matrix, outputs: Matrix, rowStats: Matrix) {
         let rows = worker * rowsPerWorker ..< (worker + 1) * rowsPerWorker
@@ -42,6 +52,20 @@ extension Kernels {
     /// batch and this tile, never by the context. Tiles start at absolute key positions, so a
     /// query's arithmetic does not depend on how its batch was split.
     package static let attentionKeyTile = 512
+
+    /// The most new tokens a pass has for attention to take the few-query path: scores from the
+    /// skinny kernel, the weighted values from a register-blocked kernel, keys split into parts.
+    /// (`KVSESSION_FEW_QUERIES` overrides it, for measuring one path against the other.)
+    package static let fewQueryLimit = ProcessInfo.processInfo.environment["KVSESSION_FEW_QUERIES"].flatMap { Int($0) } ?? 16
+
+    /// Keys per tile on the few-query path (their key and value rows stay in L2 between the two
+    /// products). Tiles start at absolute key positions.
+    package static let fewQueryKeyTile = 128
+
+    /// The most parts the few-query path splits each K/V head's keys into, so that a decode step
+    /// spreads over the threads even on a model with one K/V head. Fixed, never the thread count:
+    /// a query's arithmetic does not depend on how many threads ran it.
+    package static let attentionParts = 4
 
     /// Causal grouped-query attention of `T` new queries against every cached key.
     ///
@@ -63,10 +87,16 @@ extension Kernels {
         let t = queries.rows, group = headCount / kvHeadCount, headDim = queries.cols / headCount
         precondition(keys.rows >= t && values.rows == keys.rows && output.rows == t, "attention shape mismatch")
         precondition(scratch.scores.cols >= min(keys.rows, attentionKeyTile) && scratch.rowsPerWorker == group * attentionBlockRows
-            && scratch.queries.cols == headDim, "attention scratch does not fit")
+            && scratch.queries.cols == headDim && scratch.partStats.rows == kvHeadCount * attentionParts * scratch.rowsPerPart,
+                     "attention scratch does not fit")
+        if t <= fewQueryLimit {
+            attendFew(queries: queries, keys: keys, values: values, output: output, scratch: scratch,
+                      group: group, kvHeadCount: kvHeadCount)
+            return
+        }
         // Parallel heads pay off once a head's work outweighs a hand-off to the pool's spinning
         // helpers (a few microseconds): from about two thousand query-key pairs per head.
-        let workers = t * keys.rows >= 2_048 ? min(scratch.workers, threadCount) : 1
+        let workers = t * keys.rows >= 2_048 ? min(scratch.workers, threadCount, kvHeadCount) : 1
         parallelWorkers(workers) { worker in
             let (scores, stackedQueries, stackedOutputs, rowStats) = scratch.slice(worker)
             for kvHead in stride(from: worker, to: kvHeadCount, by: workers) {
@@ -89,6 +119,35 @@ extension Kernels {
                     }
                 }
             }
+        }
+    }
+
+    /// Attention for at most ``fewQueryLimit`` queries: the visible keys are cut into up to
+    /// ``attentionParts`` runs of whole ``fewQueryKeyTile`` tiles; each part runs ``kv_attend_keys``
+    /// for every K/V head on any worker (reading its key and value rows whole, once), then each
+    /// head's parts are merged in order. The cut depends on the key count only.
+    private static func attendFew(queries: Matrix, keys: Matrix, values: Matrix, output: Matrix,
+                                  scratch: AttentionScratch, group: Int, kvHeadCount: Int) {
+        let t = queries.rows, headDim = queries.cols / (group * kvHeadCount), rows = group * t
+        let tiles = (keys.rows + fewQueryKeyTile - 1) / fewQueryKeyTile, parts = min(tiles, attentionParts)
+        let workers = t * keys.rows >= 2_048 ? min(scratch.workers, threadCount, parts) : 1
+        let partRows = scratch.rowsPerPart, headRows = attentionParts * partRows   // scratch rows per part, per head
+        precondition(keys.rowStride == values.rowStride, "keys and values must share a row stride")
+        parallelWorkers(workers) { worker in
+            for part in stride(from: worker, to: parts, by: workers) {
+                let from = part * tiles / parts * fewQueryKeyTile, to = min(keys.rows, (part + 1) * tiles / parts * fewQueryKeyTile)
+                kv_attend_keys(queries.base, queries.rowStride, t, group, kvHeadCount, headDim, keys.rows - t,
+                               keys.base, values.base, keys.rowStride, from, to, fewQueryKeyTile,
+                               1 / Float(headDim).squareRoot(), scratch.partWork.row(worker).base,
+                               scratch.partStats.base + part * partRows * 2, headRows * 2,
+                               scratch.partOutputs.base + part * partRows * headDim, headDim, headRows * headDim)
+            }
+        }
+        for kvHead in 0 ..< kvHeadCount {
+            let first = kvHead * headRows
+            kv_attend_merge(parts, scratch.partStats.base + first * 2, partRows * 2,
+                            scratch.partOutputs.base + first * headDim, partRows * headDim, headDim, rows, headDim, t,
+                            output.base + kvHead * group * headDim, output.rowStride)
         }
     }
 

@@ -1,0 +1,315 @@
+// Attention for a few queries over many keys: a decode step, or the new tokens of a cache hit.
+// With few queries, two BLAS calls per key tile cost more in packing and dispatch than in
+// arithmetic. Here the scores come from the skinny kernel (each key row streamed once and dotted
+// with every query while it sits in L1), the softmax runs on them in place, and the weighted
+// values are summed by a kernel that keeps a block of output rows in registers over the whole
+// tile. Keys can be split into parts that are merged afterwards (flash-decoding), so one
+// query's keys can spread over several threads.
+
+#include "CKernels.h"
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+#define KV_X86 1
+#include <immintrin.h>
+#else
+#define KV_X86 0
+#endif
+
+// The order in which a dot product's eight lanes are summed, on every body: pairs of neighbours,
+// then pairs of pairs, then the two halves, which is what a tree of horizontal adds gives.
+static inline float reduce_lanes(const float *lane) {
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+void kv_attention_scores_portable(const float *q, ptrdiff_t ldq, ptrdiff_t rows, const float *k, ptrdiff_t ldk,
+                                  ptrdiff_t n, ptrdiff_t d, float *s, ptrdiff_t lds, float scale) {
+    ptrdiff_t end = d - d % 8;
+    for (ptrdiff_t r = 0; r < rows; r++)
+        for (ptrdiff_t j = 0; j < n; j++) {
+            const float *qr = q + r * ldq, *kj = k + j * ldk;
+            float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            for (ptrdiff_t i = 0; i < end; i += 8)
+                for (int l = 0; l < 8; l++) lane[l] = fmaf(qr[i + l], kj[i + l], lane[l]);
+            float dot = reduce_lanes(lane);
+            for (ptrdiff_t i = end; i < d; i++) dot = fmaf(qr[i], kj[i], dot);
+            s[r * lds + j] = scale * dot;
+        }
+}
+
+void kv_weighted_rows_add_portable(float *o, ptrdiff_t ldo, ptrdiff_t rows, const float *p, ptrdiff_t ldp,
+                                   const float *v, ptrdiff_t ldv, ptrdiff_t n, ptrdiff_t cols) {
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        float *out = o + r * ldo;
+        const float *weights = p + r * ldp;
+        for (ptrdiff_t j = 0; j < n; j++) {
+            const float weight = weights[j], *value = v + j * ldv;
+            for (ptrdiff_t c = 0; c < cols; c++) out[c] = fmaf(weight, value[c], out[c]);
+        }
+    }
+}
+
+#if KV_X86
+#define KV_AVX2 __attribute__((target("avx2,fma")))
+
+// Four dot products' lanes summed at once, each in reduce_lanes' order: [a, b, c, d].
+KV_AVX2 static inline __m128 reduce4(__m256 a, __m256 b, __m256 c, __m256 d) {
+    __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));   // per 128-bit half: a b c d
+    return _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1));
+}
+
+// The scalar tail of four dot products beyond the last full eight elements, then the scale.
+KV_AVX2 static inline void finish4(__m128 dots, const float *q, const float *k, ptrdiff_t ldk, ptrdiff_t from,
+                                   ptrdiff_t d, float scale, float *s, ptrdiff_t count) {
+    if (from == d && count == 4) { _mm_storeu_ps(s, _mm_mul_ps(dots, _mm_set1_ps(scale))); return; }
+    float dot[4];
+    _mm_storeu_ps(dot, dots);
+    for (ptrdiff_t j = 0; j < count; j++) {
+        for (ptrdiff_t i = from; i < d; i++) dot[j] = fmaf(q[i], k[j * ldk + i], dot[j]);
+        s[j] = scale * dot[j];
+    }
+}
+
+// Three queries by four keys: 12 accumulators, 7 loads per 12 FMAs, and one horizontal-add
+// tree per query for its four scores.
+KV_AVX2 static void scores3x4(const float *q, ptrdiff_t ldq, const float *k, ptrdiff_t ldk, ptrdiff_t d, float *s,
+                              ptrdiff_t lds, float scale) {
+    ptrdiff_t end = d - d % 8;
+    const float *q0 = q, *q1 = q + ldq, *q2 = q + 2 * ldq, *k0 = k, *k1 = k + ldk, *k2 = k + 2 * ldk, *k3 = k + 3 * ldk;
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+    __m256 a20 = a00, a21 = a00, a22 = a00, a23 = a00;
+    for (ptrdiff_t i = 0; i < end; i += 8) {
+        __m256 x0 = _mm256_loadu_ps(q0 + i), x1 = _mm256_loadu_ps(q1 + i), x2 = _mm256_loadu_ps(q2 + i), y;
+        y = _mm256_loadu_ps(k0 + i);
+        a00 = _mm256_fmadd_ps(x0, y, a00); a10 = _mm256_fmadd_ps(x1, y, a10); a20 = _mm256_fmadd_ps(x2, y, a20);
+        y = _mm256_loadu_ps(k1 + i);
+        a01 = _mm256_fmadd_ps(x0, y, a01); a11 = _mm256_fmadd_ps(x1, y, a11); a21 = _mm256_fmadd_ps(x2, y, a21);
+        y = _mm256_loadu_ps(k2 + i);
+        a02 = _mm256_fmadd_ps(x0, y, a02); a12 = _mm256_fmadd_ps(x1, y, a12); a22 = _mm256_fmadd_ps(x2, y, a22);
+        y = _mm256_loadu_ps(k3 + i);
+        a03 = _mm256_fmadd_ps(x0, y, a03); a13 = _mm256_fmadd_ps(x1, y, a13); a23 = _mm256_fmadd_ps(x2, y, a23);
+    }
+    finish4(reduce4(a00, a01, a02, a03), q0, k, ldk, end, d, scale, s, 4);
+    finish4(reduce4(a10, a11, a12, a13), q1, k, ldk, end, d, scale, s + lds, 4);
+    finish4(reduce4(a20, a21, a22, a23), q2, k, ldk, end, d, scale, s + 2 * lds, 4);
+}
+
+// One query by up to four keys (the edges), with the same arithmetic per score.
+KV_AVX2 static void scores1x4(const float *q, const float *k, ptrdiff_t ldk, ptrdiff_t count, ptrdiff_t d, float *s,
+                              float scale) {
+    ptrdiff_t end = d - d % 8;
+    const float *k1 = count > 1 ? k + ldk : k, *k2 = count > 2 ? k + 2 * ldk : k, *k3 = count > 3 ? k + 3 * ldk : k;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (ptrdiff_t i = 0; i < end; i += 8) {
+        __m256 x = _mm256_loadu_ps(q + i);
+        a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k + i), a0);
+        a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k1 + i), a1);
+        a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k2 + i), a2);
+        a3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k3 + i), a3);
+    }
+    finish4(reduce4(a0, a1, a2, a3), q, k, ldk, end, d, scale, s, count);
+}
+
+KV_AVX2 static void attention_scores_avx2(const float *q, ptrdiff_t ldq, ptrdiff_t rows, const float *k, ptrdiff_t ldk,
+                                          ptrdiff_t n, ptrdiff_t d, float *s, ptrdiff_t lds, float scale) {
+    ptrdiff_t j = 0;
+    for (; j + 4 <= n; j += 4) {   // four key rows stay in L1 while every query passes over them
+        const float *kj = k + j * ldk;
+        ptrdiff_t r = 0;
+        for (; r + 3 <= rows; r += 3) scores3x4(q + r * ldq, ldq, kj, ldk, d, s + r * lds + j, lds, scale);
+        for (; r < rows; r++) scores1x4(q + r * ldq, kj, ldk, 4, d, s + r * lds + j, scale);
+    }
+    if (j < n)
+        for (ptrdiff_t r = 0; r < rows; r++) scores1x4(q + r * ldq, k + j * ldk, ldk, n - j, d, s + r * lds + j, scale);
+}
+
+// Three output rows by 32 columns: 12 accumulators; per key 4 value loads and 3 broadcasts feed
+// 12 FMAs. Every lane runs fma(weight, value, acc) in key order, as the scalar tail does.
+KV_AVX2 static void rows3x32(float *o, ptrdiff_t ldo, const float *p, ptrdiff_t ldp, const float *v, ptrdiff_t ldv,
+                             ptrdiff_t n, int add) {
+    float *o0 = o, *o1 = o + ldo, *o2 = o + 2 * ldo;
+    const float *p0 = p, *p1 = p + ldp, *p2 = p + 2 * ldp;
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+    __m256 a20 = a00, a21 = a00, a22 = a00, a23 = a00;
+    if (add) {
+        a00 = _mm256_loadu_ps(o0); a01 = _mm256_loadu_ps(o0 + 8); a02 = _mm256_loadu_ps(o0 + 16); a03 = _mm256_loadu_ps(o0 + 24);
+        a10 = _mm256_loadu_ps(o1); a11 = _mm256_loadu_ps(o1 + 8); a12 = _mm256_loadu_ps(o1 + 16); a13 = _mm256_loadu_ps(o1 + 24);
+        a20 = _mm256_loadu_ps(o2); a21 = _mm256_loadu_ps(o2 + 8); a22 = _mm256_loadu_ps(o2 + 16); a23 = _mm256_loadu_ps(o2 + 24);
+    }
+    for (ptrdiff_t j = 0; j < n; j++) {
+        const float *vj = v + j * ldv;
+        __m256 b0 = _mm256_broadcast_ss(p0 + j), b1 = _mm256_broadcast_ss(p1 + j), b2 = _mm256_broadcast_ss(p2 + j), x;
+        x = _mm256_loadu_ps(vj);
+        a00 = _mm256_fmadd_ps(b0, x, a00); a10 = _mm256_fmadd_ps(b1, x, a10); a20 = _mm256_fmadd_ps(b2, x, a20);
+        x = _mm256_loadu_ps(vj + 8);
+        a01 = _mm256_fmadd_ps(b0, x, a01); a11 = _mm256_fmadd_ps(b1, x, a11); a21 = _mm256_fmadd_ps(b2, x, a21);
+        x = _mm256_loadu_ps(vj + 16);
+        a02 = _mm256_fmadd_ps(b0, x, a02); a12 = _mm256_fmadd_ps(b1, x, a12); a22 = _mm256_fmadd_ps(b2, x, a22);
+        x = _mm256_loadu_ps(vj + 24);
+        a03 = _mm256_fmadd_ps(b0, x, a03); a13 = _mm256_fmadd_ps(b1, x, a13); a23 = _mm256_fmadd_ps(b2, x, a23);
+    }
+    _mm256_storeu_ps(o0, a00); _mm256_storeu_ps(o0 + 8, a01); _mm256_storeu_ps(o0 + 16, a02); _mm256_storeu_ps(o0 + 24, a03);
+    _mm256_storeu_ps(o1, a10); _mm256_storeu_ps(o1 + 8, a11); _mm256_storeu_ps(o1 + 16, a12); _mm256_storeu_ps(o1 + 24, a13);
+    _mm256_storeu_ps(o2, a20); _mm256_storeu_ps(o2 + 8, a21); _mm256_storeu_ps(o2 + 16, a22); _mm256_storeu_ps(o2 + 24, a23);
+}
+
+// One output row by 8 columns: the edges (fewer than three rows left, or columns beyond the
+// last full 32), with the same per-lane arithmetic.
+KV_AVX2 static void rows1x8(float *o, const float *p, const float *v, ptrdiff_t ldv, ptrdiff_t n, int add) {
+    __m256 a = add ? _mm256_loadu_ps(o) : _mm256_setzero_ps();
+    for (ptrdiff_t j = 0; j < n; j++) a = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), _mm256_loadu_ps(v + j * ldv), a);
+    _mm256_storeu_ps(o, a);
+}
+
+// o = p v (add 0) or o += p v (add 1).
+KV_AVX2 static void weighted_rows_avx2(float *o, ptrdiff_t ldo, ptrdiff_t rows, const float *p, ptrdiff_t ldp,
+                                       const float *v, ptrdiff_t ldv, ptrdiff_t n, ptrdiff_t cols, int add) {
+    ptrdiff_t wide = cols - cols % 32, vectors = cols - cols % 8, r = 0;
+    for (; r + 3 <= rows; r += 3)
+        for (ptrdiff_t c = 0; c < wide; c += 32) rows3x32(o + r * ldo + c, ldo, p + r * ldp, ldp, v + c, ldv, n, add);
+    for (ptrdiff_t t = 0; t < rows; t++)
+        for (ptrdiff_t c = t < r ? wide : 0; c < vectors; c += 8) rows1x8(o + t * ldo + c, p + t * ldp, v + c, ldv, n, add);
+    if (vectors == cols) return;
+    if (!add)
+        for (ptrdiff_t t = 0; t < rows; t++) memset(o + t * ldo + vectors, 0, (size_t)(cols - vectors) * sizeof(float));
+    kv_weighted_rows_add_portable(o + vectors, ldo, rows, p, ldp, v + vectors, ldv, n, cols - vectors);
+}
+
+// kt[i*ldt + j] = k[j*ldk + i] for j < n, i < d: a tile of key rows turned into rows of dimensions,
+// eight by eight in registers.
+KV_AVX2 static void transpose_avx2(float *kt, ptrdiff_t ldt, const float *k, ptrdiff_t ldk, ptrdiff_t n, ptrdiff_t d) {
+    ptrdiff_t n8 = n - n % 8, d8 = d - d % 8;
+    for (ptrdiff_t j = 0; j < n8; j += 8)
+        for (ptrdiff_t i = 0; i < d8; i += 8) {
+            const float *src = k + j * ldk + i;
+            __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ldk), r2 = _mm256_loadu_ps(src + 2 * ldk),
+                   r3 = _mm256_loadu_ps(src + 3 * ldk), r4 = _mm256_loadu_ps(src + 4 * ldk), r5 = _mm256_loadu_ps(src + 5 * ldk),
+                   r6 = _mm256_loadu_ps(src + 6 * ldk), r7 = _mm256_loadu_ps(src + 7 * ldk);
+            __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+                   t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+                   t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+            __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee),
+                   u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee),
+                   u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee),
+                   u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+            float *dst = kt + i * ldt + j;
+            _mm256_storeu_ps(dst, _mm256_permute2f128_ps(u0, u4, 0x20));
+            _mm256_storeu_ps(dst + ldt, _mm256_permute2f128_ps(u1, u5, 0x20));
+            _mm256_storeu_ps(dst + 2 * ldt, _mm256_permute2f128_ps(u2, u6, 0x20));
+            _mm256_storeu_ps(dst + 3 * ldt, _mm256_permute2f128_ps(u3, u7, 0x20));
+            _mm256_storeu_ps(dst + 4 * ldt, _mm256_permute2f128_ps(u0, u4, 0x31));
+            _mm256_storeu_ps(dst + 5 * ldt, _mm256_permute2f128_ps(u1, u5, 0x31));
+            _mm256_storeu_ps(dst + 6 * ldt, _mm256_permute2f128_ps(u2, u6, 0x31));
+            _mm256_storeu_ps(dst + 7 * ldt, _mm256_permute2f128_ps(u3, u7, 0x31));
+        }
+    for (ptrdiff_t j = 0; j < n; j++)
+        for (ptrdiff_t i = j < n8 ? d8 : 0; i < d; i++) kt[i * ldt + j] = k[j * ldk + i];
+}
+#endif
+
+void kv_weighted_rows_add(float *o, ptrdiff_t ldo, ptrdiff_t rows, const float *p, ptrdiff_t ldp,
+                          const float *v, ptrdiff_t ldv, ptrdiff_t n, ptrdiff_t cols) {
+#if KV_X86
+    if (kv_uses_avx2()) { weighted_rows_avx2(o, ldo, rows, p, ldp, v, ldv, n, cols, 1); return; }
+#endif
+    kv_weighted_rows_add_portable(o, ldo, rows, p, ldp, v, ldv, n, cols);
+}
+
+void kv_attention_scores(const float *q, ptrdiff_t ldq, ptrdiff_t rows, const float *k, ptrdiff_t ldk, ptrdiff_t n,
+                         ptrdiff_t d, float *s, ptrdiff_t lds, float scale) {
+#if KV_X86
+    if (kv_uses_avx2()) { attention_scores_avx2(q, ldq, rows, k, ldk, n, d, s, lds, scale); return; }
+#endif
+    kv_attention_scores_portable(q, ldq, rows, k, ldk, n, d, s, lds, scale);
+}
+
+// From how many stacked queries the scores are a product with the transposed key tile rather
+// than dot products: transposing costs a few shuffles per key, a dot product's horizontal sum
+// a few per query and key.
+enum { TRANSPOSED_FROM_ROWS = 12 };
+
+ptrdiff_t kv_attend_work_floats(ptrdiff_t kvHeads, ptrdiff_t rows, ptrdiff_t headDim, ptrdiff_t tile) {
+    return kvHeads * rows * headDim + rows * tile + headDim * tile;
+}
+
+// Scores of one head's stacked queries against a tile of its keys, then the tile's softmax step
+// (running maximum and sum per row, earlier output rescaled when the maximum grows), then the
+// tile's weighted values added to the output.
+static void attend_tile(const float *stacked, ptrdiff_t rows, ptrdiff_t positions, ptrdiff_t headDim,
+                        ptrdiff_t firstPosition, const float *k, const float *v, ptrdiff_t ldkv, ptrdiff_t start,
+                        ptrdiff_t n, ptrdiff_t tile, float *scores, float *transposed, float *stats, float *o,
+                        ptrdiff_t ldo) {
+#if KV_X86
+    if (kv_uses_avx2() && rows >= TRANSPOSED_FROM_ROWS) {
+        transpose_avx2(transposed, tile, k, ldkv, n, headDim);
+        weighted_rows_avx2(scores, tile, rows, stacked, headDim, transposed, tile, headDim, n, 0);
+    } else
+#endif
+        kv_attention_scores(stacked, headDim, rows, k, ldkv, n, headDim, scores, tile, 1);
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        float *row = scores + r * tile, *stat = stats + 2 * r;
+        ptrdiff_t live = firstPosition + r % positions + 1 - start;   // causal: keys up to the query's own
+        live = live < 0 ? 0 : live > n ? n : live;
+        if (live > 0) {
+            float tileMax = kv_max(row, live), old = stat[0], top = old > tileMax ? old : tileMax;
+            float sum = kv_exp_sub_sum(row, live, top);
+            if (top > old && stat[1] > 0) {   // earlier keys were weighed against a smaller maximum
+                float factor = expf(old - top), *out = o + r * ldo;
+                stat[1] *= factor;
+                for (ptrdiff_t c = 0; c < headDim; c++) out[c] *= factor;
+            }
+            stat[0] = top;
+            stat[1] += sum;
+        }
+        if (live < n) memset(row + live, 0, (size_t)(n - live) * sizeof(float));
+    }
+    kv_weighted_rows_add(o, ldo, rows, scores, tile, v, ldkv, n, headDim);
+}
+
+void kv_attend_keys(const float *q, ptrdiff_t ldq, ptrdiff_t positions, ptrdiff_t group, ptrdiff_t kvHeads,
+                    ptrdiff_t headDim, ptrdiff_t firstPosition, const float *k, const float *v, ptrdiff_t ldkv,
+                    ptrdiff_t from, ptrdiff_t to, ptrdiff_t tile, float scale, float *work, float *stats,
+                    ptrdiff_t statsHeadStride, float *o, ptrdiff_t ldo, ptrdiff_t oHeadStride) {
+    ptrdiff_t rows = group * positions;
+    float *scores = work + kvHeads * rows * headDim, *transposed = scores + rows * tile;
+    for (ptrdiff_t h = 0; h < kvHeads; h++)
+        for (ptrdiff_t r = 0; r < rows; r++) {   // row r: position r % positions of the head's query head r / positions, scaled
+            const float *src = q + (r % positions) * ldq + (h * group + r / positions) * headDim;
+            float *dst = work + (h * rows + r) * headDim, *stat = stats + h * statsHeadStride + 2 * r;
+            for (ptrdiff_t c = 0; c < headDim; c++) dst[c] = scale * src[c];
+            stat[0] = -INFINITY;
+            stat[1] = 0;
+            memset(o + h * oHeadStride + r * ldo, 0, (size_t)headDim * sizeof(float));
+        }
+    for (ptrdiff_t start = from; start < to; start += tile) {   // each tile's rows are read whole, for every head
+        ptrdiff_t n = to - start < tile ? to - start : tile;
+        for (ptrdiff_t h = 0; h < kvHeads; h++)
+            attend_tile(work + h * rows * headDim, rows, positions, headDim, firstPosition, k + start * ldkv + h * headDim,
+                        v + start * ldkv + h * headDim, ldkv, start, n, tile, scores, transposed,
+                        stats + h * statsHeadStride, o + h * oHeadStride, ldo);
+    }
+}
+
+void kv_attend_merge(ptrdiff_t parts, const float *stats, ptrdiff_t statsPartStride, const float *o,
+                     ptrdiff_t oPartStride, ptrdiff_t ldo, ptrdiff_t rows, ptrdiff_t headDim, ptrdiff_t blockRows,
+                     float *out, ptrdiff_t ldout) {
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        float top = -INFINITY, total = 0;
+        for (ptrdiff_t part = 0; part < parts; part++) {
+            float m = stats[part * statsPartStride + 2 * r];
+            top = m > top ? m : top;
+        }
+        float *dst = out + (r % blockRows) * ldout + (r / blockRows) * headDim;
+        memset(dst, 0, (size_t)headDim * sizeof(float));
+        for (ptrdiff_t part = 0; part < parts; part++) {
+            const float *stat = stats + part * statsPartStride + 2 * r, *src = o + part * oPartStride + r * ldo;
+            if (stat[1] == 0) continue;   // the part holds no key this row sees
+            float weight = parts == 1 ? 1 : expf(stat[0] - top);
+            total += stat[1] * weight;
+            for (ptrdiff_t c = 0; c < headDim; c++) dst[c] = fmaf(src[c], weight, dst[c]);
+        }
+        float inverse = 1 / total;
+        for (ptrdiff_t c = 0; c < headDim; c++) dst[c] *= inverse;
+    }
+}
