@@ -1,10 +1,10 @@
 // Attention for a few queries over many keys: a decode step, or the new tokens of a cache hit.
 // With few queries, two BLAS calls per key tile cost more in packing and dispatch than in
-// arithmetic. Here the scores come from the skinny kernel (each key row streamed once and dotted
-// with every query while it sits in L1), the softmax runs on them in place, and the weighted
-// values are summed by a kernel that keeps a block of output rows in registers over the whole
-// tile. Keys can be split into parts that are merged afterwards (flash-decoding), so one
-// query's keys can spread over several threads.
+// arithmetic. Here each key tile's scores are dot products of the stacked queries with the key
+// rows (few queries) or a product with the tile transposed in registers (12 or more), the softmax
+// runs on them in place, and the weighted values are summed by a kernel that keeps a block of
+// output rows in registers over the whole tile. Keys are split into parts that are merged
+// afterwards (flash-decoding), so one query's keys can spread over several threads.
 
 #include "CKernels.h"
 #include <math.h>

@@ -21,10 +21,11 @@ public struct AttentionScratch: Sendable {
     public init(headCount: Int, kvHeadCount: Int, headDim: Int, contextLength: Int, workers: Int) {
         self.workers = max(1, workers)
         rowsPerWorker = headCount / kvHeadCount * Kernels.attentionBlockRows
-        scores = .zeros(rows: self.workers * rowsPerWorker, cols: min(contextLength, Kernels.attentionKeyTile))
-        queries = .zeros(rows: self.workers * rowsPerWorker, cols: headDim)
-        outputs = .zeros(rows: self.workers * rowsPerWorker, cols: headDim)
-        rowStats = .zeros(rows: self.workers * rowsPerWorker, cols: 2)
+        let blocked = min(self.workers, kvHeadCount) * rowsPerWorker   // the blocked path splits K/V heads only
+        scores = .zeros(rows: blocked, cols: min(contextLength, Kernels.attentionKeyTile))
+        queries = .zeros(rows: blocked, cols: headDim)
+        outputs = .zeros(rows: blocked, cols: headDim)
+        rowStats = .zeros(rows: blocked, cols: 2)
         rowsPerPart = headCount / kvHeadCount * Kernels.fewQueryLimit
         partOutputs = .zeros(rows: kvHeadCount * Kernels.attentionParts * rowsPerPart, cols: headDim)
         partStats = .zeros(rows: kvHeadCount * Kernels.attentionParts * rowsPerPart, cols: 2)
@@ -53,8 +54,8 @@ extension Kernels {
     /// query's arithmetic does not depend on how its batch was split.
     package static let attentionKeyTile = 512
 
-    /// The most new tokens a pass has for attention to take the few-query path: scores from the
-    /// skinny kernel, the weighted values from a register-blocked kernel, keys split into parts.
+    /// The most new tokens a pass has for attention to take the few-query path (``kv_attend_keys``:
+    /// register-tiled scores and weighted values in C, keys split into parts over the workers).
     /// (`KVSESSION_FEW_QUERIES` overrides it, for measuring one path against the other.)
     package static let fewQueryLimit = ProcessInfo.processInfo.environment["KVSESSION_FEW_QUERIES"].flatMap { Int($0) } ?? 16
 
@@ -62,9 +63,9 @@ extension Kernels {
     /// products). Tiles start at absolute key positions.
     package static let fewQueryKeyTile = 128
 
-    /// The most parts the few-query path splits each K/V head's keys into, so that a decode step
-    /// spreads over the threads even on a model with one K/V head. Fixed, never the thread count:
-    /// a query's arithmetic does not depend on how many threads ran it.
+    /// The most parts the few-query path splits the visible keys into, so that a decode step
+    /// spreads over the threads whatever the model's K/V head count. Fixed, never the thread
+    /// count: a query's arithmetic does not depend on how many threads ran it.
     package static let attentionParts = 4
 
     /// Causal grouped-query attention of `T` new queries against every cached key.
@@ -73,7 +74,8 @@ extension Kernels {
     /// K/V head and block of positions, the queries of all heads sharing that K/V head
     /// are stacked (`[group · block, headDim]`), so scores are one GEMM against the keys
     /// the block can see, then a masked softmax per row, then one GEMM with the values.
-    /// K/V heads are spread over the scratch's workers.
+    /// K/V heads are spread over the scratch's workers. Passes of at most ``fewQueryLimit``
+    /// queries take the few-query path instead (see `attendFew`).
     /// - Parameters:
     ///   - queries: `[T, headCount * headDim]`, already rotated.
     ///   - keys: `[P + T, kvHeadCount * headDim]` (cache rows, the new ones included).
@@ -132,13 +134,14 @@ extension Kernels {
         let tiles = (keys.rows + fewQueryKeyTile - 1) / fewQueryKeyTile, parts = min(tiles, attentionParts)
         let workers = t * keys.rows >= 2_048 ? min(scratch.workers, threadCount, parts) : 1
         let partRows = scratch.rowsPerPart, headRows = attentionParts * partRows   // scratch rows per part, per head
+        let scale = 1 / Float(headDim).squareRoot()
         precondition(keys.rowStride == values.rowStride, "keys and values must share a row stride")
         parallelWorkers(workers) { worker in
             for part in stride(from: worker, to: parts, by: workers) {
                 let from = part * tiles / parts * fewQueryKeyTile, to = min(keys.rows, (part + 1) * tiles / parts * fewQueryKeyTile)
                 kv_attend_keys(queries.base, queries.rowStride, t, group, kvHeadCount, headDim, keys.rows - t,
                                keys.base, values.base, keys.rowStride, from, to, fewQueryKeyTile,
-                               1 / Float(headDim).squareRoot(), scratch.partWork.row(worker).base,
+                               scale, scratch.partWork.row(worker).base,
                                scratch.partStats.base + part * partRows * 2, headRows * 2,
                                scratch.partOutputs.base + part * partRows * headDim, headDim, headRows * headDim)
             }
