@@ -98,28 +98,51 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         done.wait()
     }
 
-    /// The model and tokens a prefix-store input is read for (the seed files were written for them).
+    /// The model and tokens a prefix-store input is read for (the seed files were written for
+    /// them): 300 tokens of 32-byte rows, so a valid file's blocks span whole pages and a
+    /// restore maps them (the path a bad size check would turn into a SIGBUS).
     static let storeWeights = try? ModelWeights.synthetic(
         ModelConfig(name: "fuzz", dim: 16, hiddenDim: 32, layerCount: 2, headCount: 2, kvHeadCount: 1, vocabSize: 300,
-                    contextLength: 64, weights: .synthetic(seed: 1)), seed: 1)
-    public static let storeTokens = Array(1 ... 24)
+                    contextLength: 512, weights: .synthetic(seed: 1)), seed: 1)
+    public static let storeTokens = (0 ..< 300).map { 1 + $0 % 250 }
     static let storeFingerprint = storeWeights.map(ModelFingerprint.init)
     static let storeFile: URL? = storeFingerprint.map { fingerprint in
         let key = PrefixKey.keys(fingerprint: fingerprint, tokens: storeTokens, at: [storeTokens.count])[0]
         return scratch.appendingPathComponent("prefixes").appendingPathComponent("\(key).kvp")
     }
 
-    static func prefixStoreFile(_ data: Data) {
-        guard let weights = storeWeights, let fingerprint = storeFingerprint, let file = storeFile else { return }
+    static func prefixStoreFile(_ data: Data) { _ = restorePrefixStoreFile(data) }
+
+    /// Restores ``storeTokens`` from `data` as their entry file: the tokens restored and the
+    /// bytes of rows mapped from the file.
+    public static func restorePrefixStoreFile(_ data: Data) -> (tokens: Int, mappedBytes: Int) {
+        guard let weights = storeWeights, let fingerprint = storeFingerprint, let file = storeFile else { return (0, 0) }
         let directory = file.deletingLastPathComponent()
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        guard (try? data.write(to: file)) != nil else { return }
+        guard (try? data.write(to: file)) != nil else { return (0, 0) }
+        defer { try? FileManager.default.removeItem(at: file) }
         let c = weights.config
         let store = PrefixStore(fingerprint: fingerprint, layerCount: c.layerCount, kvDim: c.kvDim,
                                 configuration: .persistent(in: directory))
         let cache = GrowingKVCache(layerCount: c.layerCount, kvDim: c.kvDim, capacity: c.contextLength)
-        store.restore(into: cache, tokens: storeTokens + [1], boundaries: [storeTokens.count])
-        try? FileManager.default.removeItem(at: file)
+        let restored = store.restore(into: cache, tokens: storeTokens + [1], boundaries: [storeTokens.count])
+        return (restored.fromDisk, store.statistics.diskBytesMapped)
+    }
+
+    /// A valid entry file for ``storeTokens`` (the committed seed is one), written by a store.
+    public static func prefixStoreSeed() throws -> Data {
+        guard let weights = storeWeights else { throw CocoaError(.featureUnsupported) }
+        let directory = scratch.appendingPathComponent("seed-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = PrefixStore(weights: weights, configuration: .persistent(in: directory))
+        let cache = GrowingKVCache(layerCount: weights.config.layerCount, kvDim: weights.config.kvDim,
+                                   capacity: weights.config.contextLength)
+        try Transformer(weights: weights).forward(storeTokens, cache: cache)
+        store.publish(cache, boundaries: [storeTokens.count])
+        store.flush()
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        guard names.count == 1 else { throw CocoaError(.fileNoSuchFile) }
+        return try Data(contentsOf: directory.appendingPathComponent(names[0]))
     }
 
     /// A GGUF input runs under a tighter limit than the others: the seeds are 20 KB models, and

@@ -43,6 +43,68 @@ struct PrefixDiskTierTests {
         #expect(third.restored == PrefixStore.Restored(fromMemory: 60, fromDisk: 0))
     }
 
+    /// Rows restored into a ``GrowingKVCache`` (page-aligned blocks) from plain files are mostly
+    /// mapped, not copied: bit for bit the rows that were written; private, so writing the cache
+    /// never changes a file; independent of the files once restored (they may be removed); and
+    /// still exact after the cache grows past its allocation (the mapped rows are copied then).
+    @Test func restore_mapsWholePagesOfPlainFilesCopyOnWrite() throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(contextLength: 512, dim: 128))   // rows of 256 bytes
+        let model = Transformer(weights: weights), c = weights.config
+        func cache() -> GrowingKVCache {   // 128 positions × 256 bytes: every block starts on a page
+            GrowingKVCache(layerCount: c.layerCount, kvDim: c.kvDim, capacity: c.contextLength, chunkPositions: 128)
+        }
+        func rows(_ cache: GrowingKVCache, _ range: Range<Int>) -> [Float] {
+            (0 ..< c.layerCount).flatMap { cache.keys(layer: $0).rows(range).toArray() + cache.values(layer: $0).rows(range).toArray() }
+        }
+        let sequence = Fixtures.tokens(count: 400, vocabSize: c.vocabSize, seed: 50), boundaries = [37, 150, 300]
+        let source = cache()
+        try model.forward(Array(sequence.prefix(300)), cache: source)
+        let writer = PrefixStore(weights: weights, configuration: .persistent(in: directory))
+        writer.publish(source, boundaries: boundaries)
+        writer.flush()
+
+        let store = PrefixStore(weights: weights, configuration: .persistent(in: directory))
+        let restored = cache()
+        #expect(store.restore(into: restored, tokens: Array(sequence.prefix(310)), boundaries: boundaries).fromDisk == 300)
+        let sourceRows = rows(source, 0 ..< 300)
+        let restoredExactly = rows(restored, 0 ..< 300) == sourceRows   // (not inside #expect: it would print every row)
+        #expect(restoredExactly)
+        let s = store.statistics, bytes = 300 * 2 * c.layerCount * c.kvDim * 4
+        #expect(s.diskBytesMapped + s.diskBytesRead == bytes)
+        #expect(s.diskBytesMapped >= bytes / 2, "mapped \(s.diskBytesMapped) of \(bytes) bytes")
+
+        // Overwrite restored rows (a different continuation from position 100): the files keep theirs.
+        restored.truncate(to: 100)
+        try model.forward(Fixtures.tokens(count: 50, vocabSize: c.vocabSize, seed: 51), cache: restored)
+        let again = cache()
+        #expect(PrefixStore(weights: weights, configuration: .persistent(in: directory))
+            .restore(into: again, tokens: Array(sequence.prefix(310)), boundaries: boundaries).fromDisk == 300)
+        let filesUnchanged = rows(again, 0 ..< 300) == sourceRows
+        #expect(filesUnchanged)
+
+        // The files go; the restored rows stay. Growing past the allocation copies them, exactly.
+        store.removeAll(includingDisk: true)
+        #expect(files(in: directory).isEmpty)
+        let logits = try model.forward(Array(sequence[300...]), cache: again).toArray()   // 300 → 400 positions: grows
+        let fresh = try model.forward(sequence, cache: model.makeCache()).toArray()
+        #expect(Fixtures.maxRelativeError(logits, fresh) <= 1e-4)
+        #expect(try again.deviationFromFreshPrefill(model).maxRelativeError <= 1e-4)
+        #expect(again.allocatedPositions == 512)
+
+        // A cache in ordinary memory reads the same rows.
+        let rewriter = PrefixStore(weights: weights, configuration: .persistent(in: directory))
+        rewriter.publish(source, boundaries: boundaries)
+        rewriter.flush()
+        let dense = DenseKVCache(layerCount: c.layerCount, kvDim: c.kvDim, capacity: c.contextLength)
+        let reader = PrefixStore(weights: weights, configuration: .persistent(in: directory))
+        #expect(reader.restore(into: dense, tokens: Array(sequence.prefix(310)), boundaries: boundaries).fromDisk == 300)
+        #expect(reader.statistics.diskBytesMapped == 0 && reader.statistics.diskBytesRead == bytes)
+        let denseExactly = (0 ..< c.layerCount).flatMap { dense.keys(layer: $0).rows(0 ..< 300).toArray() + dense.values(layer: $0).rows(0 ..< 300).toArray() } == sourceRows
+        #expect(denseExactly)
+    }
+
     /// A chain of files restored in parallel, the first part from memory: the file that holds
     /// the boundary of the memory's end is read from there on (its earlier rows only feed the
     /// checksum), and every row equals a fresh prefill.
@@ -100,10 +162,12 @@ struct PrefixDiskTierTests {
         }
     }
 
-    /// Each corruption: the file is ignored and removed, the miss reported, the tokens recomputed
-    /// exactly, and the store stays usable.
-    @Test(arguments: ["truncated", "garbled", "appended", "wrong model", "wrong version", "wrong shape", "renamed"])
-    func read_rejectsABadFileAndRecomputes(fault: String) throws {
+    /// Each corruption: the file is ignored and removed, the miss reported with its reason, the
+    /// tokens recomputed exactly, and the store stays usable.
+    @Test(arguments: [("truncated", "size"), ("garbled", "checksum"), ("appended", "size"),
+                      ("wrong model", "another model"), ("wrong version", "format version"), ("wrong shape", "shape"),
+                      ("wrong alignment", "alignment"), ("renamed", "hash to the file's name")])
+    func read_rejectsABadFileAndRecomputes(fault: String, reason: String) throws {
         let directory = directory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let sequence = base.tokens(40, seed: 32)
@@ -121,7 +185,8 @@ struct PrefixDiskTierTests {
         case "truncated": data = data.prefix(data.count / 2)
         case "garbled": data[data.count / 2] ^= 0x5A
         case "appended": data.append(contentsOf: [1, 2, 3])
-        case "wrong model": data = resealed { $0[30] ^= 1 }
+        case "wrong model": data = resealed { $0[40] ^= 1 }
+        case "wrong alignment": data = resealed { $0[28] = 3 }
         case "wrong version": data = resealed { $0[4] = 9 }
         case "wrong shape": data = resealed { $0[16] += 1 }
         default: break
@@ -142,6 +207,7 @@ struct PrefixDiskTierTests {
         #expect(logitError <= 1e-4 && rowError <= 1e-4)
         let statistics = relaunched.statistics
         #expect(statistics.rejectedFiles == 1 && statistics.lastDiskError?.contains("rejected") == true, "\(fault)")
+        #expect(statistics.lastDiskError?.contains(reason) == true, "\(fault): \(statistics.lastDiskError ?? "")")
         #expect(!FileManager.default.fileExists(atPath: target.path), "a \(fault) file was kept")
         #expect(relaunched.checkInvariants() == nil)
     }
@@ -202,8 +268,8 @@ struct PrefixDiskTierTests {
         let url = directory.appendingPathComponent(try #require(files(in: directory).first))
         let data = try Data(contentsOf: url)
         var body = Data(data.prefix(data.count - 8)) + Data(repeating: 7, count: 64)
-        let payload = UInt64(body.count - 100)
-        for i in 0 ..< 8 { body[92 + i] = UInt8(truncatingIfNeeded: payload >> (8 * UInt64(i))) }
+        let payload = UInt64(body.count - PrefixDiskTier.headerBytes), at = PrefixDiskTier.headerBytes - 8   // the payload size field
+        for i in 0 ..< 8 { body[at + i] = UInt8(truncatingIfNeeded: payload >> (8 * UInt64(i))) }
         let checksum = Kernels.checksum(body, 0 ..< body.count)
         try (body + Data((0 ..< 8).map { UInt8(truncatingIfNeeded: checksum >> (8 * $0)) })).write(to: url)
         let relaunched = base.store(directory: directory, key: key)
@@ -215,7 +281,11 @@ struct PrefixDiskTierTests {
     @Test func write_keepsTheDirectoryWithinItsByteLimit() throws {
         let directory = directory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let perFile = 100 + 4 * 20 + 20 * base.rowBytes + 8
+        let probe = self.directory()
+        defer { try? FileManager.default.removeItem(at: probe) }
+        try persist(base.tokens(20, seed: 39), boundaries: [20], in: probe)   // every 20-token file from position 0 has this size
+        let probeFile = probe.appendingPathComponent(try #require(files(in: probe).first))
+        let perFile = try #require(try FileManager.default.attributesOfItem(atPath: probeFile.path)[.size] as? NSNumber).intValue
         let store = PrefixStore(weights: weights, configuration: .persistent(in: directory, diskByteLimit: 3 * perFile))
         for seed in 40 ..< 46 {
             store.publish(try base.filled(base.tokens(20, seed: UInt64(seed)), on: base.model), boundaries: [20])

@@ -4,7 +4,9 @@
 /// `chunkPositions` positions (growing copies the valid rows once per step, never per
 /// token). Layout of the current allocation: `[layerCount][keys, values][allocated][kvDim]`.
 /// Rows beyond ``count`` are left uninitialised (the forward pass or a restore writes them
-/// before anything reads them), so growing touches no memory it does not copy into.
+/// before anything reads them), so growing touches no memory it does not copy into. The
+/// storage is a page-aligned mapping of its own, so a restore from the prefix store's files
+/// can map whole pages of a file over rows instead of copying them (copy-on-write).
 public final class GrowingKVCache: KVCache {
     /// Number of transformer blocks.
     public let layerCount: Int
@@ -33,7 +35,7 @@ public final class GrowingKVCache: KVCache {
         self.capacity = capacity
         self.chunkPositions = chunkPositions
         allocatedPositions = min(capacity, chunkPositions)
-        do { storage = try FloatBuffer(uninitializedCount: layerCount * 2 * allocatedPositions * kvDim) } catch {
+        do { storage = try FloatBuffer(pageMappedCount: layerCount * 2 * allocatedPositions * kvDim) } catch {
             preconditionFailure("\(error)")
         }
         tokens.reserveCapacity(allocatedPositions)
@@ -53,7 +55,7 @@ public final class GrowingKVCache: KVCache {
         let grown = min(capacity, (positions + chunkPositions - 1) / chunkPositions * chunkPositions)
         let old = (0 ..< layerCount).map { (keys(layer: $0), values(layer: $0)) }
         let (floats, overflow) = (layerCount * 2 * kvDim).multipliedReportingOverflow(by: grown)
-        storage = try FloatBuffer(uninitializedCount: overflow ? -1 : floats)   // rows beyond `count` are scratch
+        storage = try FloatBuffer(pageMappedCount: overflow ? -1 : floats)   // rows beyond `count` are scratch
         allocatedPositions = grown
         for (layer, (k, v)) in old.enumerated() {
             Kernels.copy(k.rows(0 ..< count), into: keys(layer: layer).rows(0 ..< count))

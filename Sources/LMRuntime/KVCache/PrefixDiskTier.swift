@@ -31,7 +31,7 @@ extension PrefixStore {
 /// (temporary file, then rename) with mode 0600 in a 0700 directory of the store's own, and
 /// validated in full before use.
 ///
-/// File layout (little-endian), version 1:
+/// File layout (little-endian), version 2:
 ///
 /// | offset | size | field |
 /// | --- | --- | --- |
@@ -42,11 +42,19 @@ extension PrefixStore {
 /// | 16 | 4 | kvDim |
 /// | 20 | 4 | start: first position whose rows the file holds |
 /// | 24 | 4 | end: the prefix's token count |
-/// | 28 | 32 | model fingerprint |
-/// | 60 | 32 | parent key (the entry of `tokens[0..<start]`; zeros when start is 0) |
-/// | 92 | 8 | payload byte count |
-/// | 100 | n | payload: `end` token ids (u32), then rows `[layer][keys, values][end - start][kvDim]` (f32); with encryption, AES-GCM's nonce, ciphertext and tag |
-/// | 100 + n | 8 | checksum of everything before it (``Kernels/checksum(_:_:)``: a fast 64-bit hash) |
+/// | 28 | 4 | alignment: a power of two, the writer's page size (1 when encrypted) |
+/// | 32 | 32 | model fingerprint |
+/// | 64 | 32 | parent key (the entry of `tokens[0..<start]`; zeros when start is 0) |
+/// | 96 | 8 | payload byte count |
+/// | 104 | n | payload: `end` token ids (u32), then for each block `[layer][keys, values]` zero padding and the block's rows `[end - start][kvDim]` (f32); with encryption, AES-GCM's nonce, ciphertext and tag |
+/// | 104 + n | 8 | checksum of everything before it (``Kernels/checksum(_:_:)``: a fast 64-bit hash) |
+///
+/// The padding (less than `alignment` bytes per block) puts each block's row of position `p` at a
+/// file offset equal to `p × rowBytes` modulo the alignment, which is where that row sits within
+/// a page of a ``GrowingKVCache`` (its blocks start on page boundaries). A restore into such a
+/// cache therefore maps the whole pages of each block from the file (private, copy-on-write)
+/// and reads only the partial pages at either end: page-cache pages map at a fraction of the
+/// cost of filling fresh memory with them.
 ///
 /// The checksum is a fast non-cryptographic hash (about 10 GB/s; SHA-256 at 1.6 GB/s took 45 ms of a
 /// 3,000-token restore on `base`): it catches truncation and corruption; whoever can write the
@@ -60,6 +68,8 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     struct Statistics {
         var writes = 0, writeFailures = 0, evictions = 0, rejectedFiles = 0, removedTemporaryFiles = 0
         var entryCount = 0, byteCount = 0
+        /// Bytes of rows restores took by mapping file pages, and by reading (or decrypting) them.
+        var bytesMapped = 0, bytesRead = 0
         var lastError: String?
     }
 
@@ -70,8 +80,10 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     }
 
     static let magic: [UInt8] = Array("KVPX".utf8)
-    static let version: UInt32 = 1
-    static let headerBytes = 100, checksumBytes = 8
+    static let version: UInt32 = 2
+    static let headerBytes = 104, checksumBytes = 8
+    /// Largest alignment a file may declare (64 KiB pages exist; nothing larger does).
+    static let maximumAlignment = 1 << 16
     static let fileExtension = "kvp"
     static let temporaryPrefix = ".tmp-"
 
@@ -184,9 +196,10 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     /// tokens only when this returns `true`). An invalid file is removed and reported; a missing
     /// one is a plain miss.
     ///
-    /// First every file's header and token ids are checked (a few KB each); then the files'
-    /// rows are read on all worker threads, each file straight into the cache (no copy in
-    /// between) and checksummed as its pieces land, while they are still in cache.
+    /// First every file's header and token ids are checked (a few KB each); then the whole pages
+    /// of rows the cache's storage allows are mapped from the files (copy-on-write); then on all
+    /// worker threads the rest is read, each file straight into the cache (no copy in between),
+    /// and every byte checksummed (the mapped ones through the mapping), while still in cache.
     /// - Precondition: `cache` has room (``KVCache/reserve(positions:)``) for the key's prefix.
     func restore(_ key: PrefixKey, tokens: [Int], into cache: some KVCache, from: Int) -> Bool {
         var chain: [ChainFile] = []
@@ -199,20 +212,27 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
             if next == nil, file.span.lowerBound > from { return false }   // unreachable: start > 0 always names a parent
         }
         let targets = (0 ..< layerCount).map { [cache.keys(layer: $0), cache.values(layer: $0)] }
+        let mapped = chain.map { mapPages(of: $0, into: targets, from: from) }   // one thread: it changes the address space
         let failures = Mutex<[(PrefixKey, String)]>([])
         let claimed = Atomic<Int>(0)
         Kernels.parallelWorkers(min(chain.count, Kernels.threadCount)) { _ in
             while case let i = claimed.add(1, ordering: .relaxed).oldValue, i < chain.count {
-                do { try loadRows(of: chain[i], into: targets, from: from) } catch {
+                do { try loadRows(of: chain[i], into: targets, from: from, mapped: mapped[i]) } catch {
                     failures.withLock { $0.append((chain[i].key, "\(error)")) }
                 }
             }
         }
         for (failed, reason) in failures.withLock({ $0 }) { reject(failed, reason: reason) }
         guard failures.withLock({ $0.isEmpty }) else { return false }
+        let rowBytes = 4 * 2 * layerCount * kvDim * (chain[0].span.upperBound - from)   // chain[0] is the key's own file
+        let mappedBytes = 4 * mapped.joined().map(\.count).reduce(0, +)
         let now = Date()
         for file in chain { _ = futimens(file.descriptor, nil) }   // last use, for the LRU across launches
-        state.withLock { s in for file in chain { s.files[file.key]?.lastUse = now } }
+        state.withLock { s in
+            for file in chain { s.files[file.key]?.lastUse = now }
+            s.statistics.bytesMapped += mappedBytes
+            s.statistics.bytesRead += rowBytes - mappedBytes
+        }
         return true
     }
 
@@ -228,13 +248,13 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
 
     /// Where a checked file's rows come from.
     private enum RowSource {
-        /// A plain file: the rows are read from `offset` on, and the checksum (which has
-        /// covered the header and token ids) is finished over them and compared with the
-        /// file's last 8 bytes.
-        case file(offset: Int, checksum: kv_checksum_state, fileSize: Int)
-        /// An encrypted file, read, checksummed, authenticated and decrypted whole: the rows
-        /// start at `offset` in `payload`.
-        case decrypted(payload: Data, offset: Int)
+        /// A plain file: block `b`'s rows start at `blocks[b]` (the padding before it from the end
+        /// of the previous one), and the checksum (which has covered the header and token ids)
+        /// is finished over padding and rows and compared with the file's last 8 bytes.
+        case file(blocks: [Int], checksum: kv_checksum_state, fileSize: Int)
+        /// An encrypted file, read, checksummed, authenticated and decrypted whole: block `b`'s
+        /// rows start at `blocks[b]` in `payload`.
+        case decrypted(payload: Data, blocks: [Int])
     }
 
     /// Opens the file of `key` and checks everything but a plain file's rows; `nil` when it is
@@ -269,12 +289,13 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
             throw Problem.invalid("truncated: \(size) bytes, shorter than a header")
         }
         let header = try Self.read(descriptor, Self.headerBytes, at: 0)
-        let (span, parent, payloadCount) = try checkHeader(header, fileSize: size, tokens: tokens)
-        let rowBytes = 4 * 2 * layerCount * kvDim * span.count
+        let (span, parent, alignment, payloadCount) = try checkHeader(header, fileSize: size, tokens: tokens)
         if let encryptionKey {
             // AES-GCM's combined box: a 12-byte nonce, the ciphertext (as long as the plaintext), a 16-byte tag.
-            guard payloadCount == 12 + 4 * span.upperBound + rowBytes + 16 else {
-                throw Problem.invalid("payload \(payloadCount) bytes, expected \(12 + 4 * span.upperBound + rowBytes + 16)")
+            let blocks = blockOffsets(span: span, rowsStart: 4 * span.upperBound, alignment: alignment)
+            let plainCount = blocks[blocks.count - 1]
+            guard payloadCount == 12 + plainCount + 16 else {
+                throw Problem.invalid("payload \(payloadCount) bytes, expected \(12 + plainCount + 16)")
             }
             var body = Data(try Self.read(descriptor, size, at: 0))
             let bodyEnd = Self.headerBytes + payloadCount
@@ -286,15 +307,16 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
             } catch {
                 throw Problem.invalid("does not decrypt under the current key")
             }
-            guard body.count == 4 * span.upperBound + rowBytes else {
-                throw Problem.invalid("payload \(body.count) bytes, expected \(4 * span.upperBound + rowBytes)")
+            guard body.count == plainCount else {
+                throw Problem.invalid("payload \(body.count) bytes, expected \(plainCount)")
             }
             try checkTokens([UInt8](body.prefix(4 * span.upperBound)), key: key, tokens: tokens)
             return ChainFile(key: key, descriptor: descriptor, span: span, parent: parent,
-                             rows: .decrypted(payload: body, offset: 4 * span.upperBound))
+                             rows: .decrypted(payload: body, blocks: blocks))
         }
-        guard payloadCount == 4 * span.upperBound + rowBytes else {
-            throw Problem.invalid("payload \(payloadCount) bytes, expected \(4 * span.upperBound + rowBytes)")
+        let blocks = blockOffsets(span: span, rowsStart: Self.headerBytes + 4 * span.upperBound, alignment: alignment)
+        guard payloadCount == blocks[blocks.count - 1] - Self.headerBytes else {
+            throw Problem.invalid("payload \(payloadCount) bytes, expected \(blocks[blocks.count - 1] - Self.headerBytes)")
         }
         let tokenBytes = try Self.read(descriptor, 4 * span.upperBound, at: Self.headerBytes)
         try checkTokens(tokenBytes, key: key, tokens: tokens)
@@ -303,12 +325,13 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         kv_checksum64_update(&checksum, header, header.count)
         kv_checksum64_update(&checksum, tokenBytes, tokenBytes.count)
         return ChainFile(key: key, descriptor: descriptor, span: span, parent: parent,
-                         rows: .file(offset: Self.headerBytes + tokenBytes.count, checksum: checksum, fileSize: size))
+                         rows: .file(blocks: blocks, checksum: checksum, fileSize: size))
     }
 
-    /// Checks a header against the store and the file's size: the span, the parent and the payload's byte count.
+    /// Checks a header against the store and the file's size: the span, the parent, the alignment
+    /// and the payload's byte count.
     private func checkHeader(_ bytes: [UInt8], fileSize: Int, tokens: [Int]) throws
-        -> (span: Range<Int>, parent: PrefixKey?, payloadCount: Int) {
+        -> (span: Range<Int>, parent: PrefixKey?, alignment: Int, payloadCount: Int) {
         func invalid(_ reason: String) -> Problem { .invalid(reason) }
         func u32(_ offset: Int) -> Int { Int(Self.littleEndian(bytes[offset ..< offset + 4])) }
         guard Array(bytes[0 ..< 4]) == Self.magic else { throw invalid("not a prefix-store file (magic)") }
@@ -322,15 +345,19 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         }
         let start = u32(20), end = u32(24)
         guard start < end, end <= tokens.count else { throw invalid("span \(start)..<\(end) out of range") }
-        guard Array(bytes[28 ..< 60]) == fingerprint.bytes else { throw invalid("written for another model") }
-        let parentBytes = Array(bytes[60 ..< 92])
+        let alignment = u32(28)
+        guard alignment > 0, alignment & (alignment - 1) == 0, alignment <= Self.maximumAlignment else {
+            throw invalid("alignment \(alignment) is not a power of two up to \(Self.maximumAlignment)")
+        }
+        guard Array(bytes[32 ..< 64]) == fingerprint.bytes else { throw invalid("written for another model") }
+        let parentBytes = Array(bytes[64 ..< 96])
         let parent = parentBytes.allSatisfy { $0 == 0 } ? nil : PrefixKey(bytes: parentBytes)
         guard (start == 0) == (parent == nil) else { throw invalid("parent key disagrees with start \(start)") }
-        let payloadCount = Self.littleEndian(bytes[92 ..< 100])
+        let payloadCount = Self.littleEndian(bytes[96 ..< 104])
         guard payloadCount <= UInt64(fileSize), fileSize == Self.headerBytes + Int(payloadCount) + Self.checksumBytes else {
             throw invalid("size \(fileSize) bytes, header says \(UInt64(Self.headerBytes + Self.checksumBytes) &+ payloadCount)")
         }
-        return (start ..< end, parent, Int(payloadCount))
+        return (start ..< end, parent, alignment, Int(payloadCount))
     }
 
     /// Checks that a file's token ids hash to its name and are the sequence's first tokens.
@@ -346,39 +373,62 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         guard same else { throw Problem.otherTokens }
     }
 
-    /// Reads `file`'s rows for positions `from...` into `targets` (`[layer][keys, values]`);
-    /// rows before `from` are read too, into scratch, since the checksum covers them.
-    private func loadRows(of file: ChainFile, into targets: [[Matrix]], from: Int) throws {
-        let n = file.span.count, first = max(file.span.lowerBound, from), skipped = first - file.span.lowerBound
+    /// Maps the whole pages of `file`'s rows for positions `from...` over `targets` where the
+    /// cache's storage allows it (plain files only); the floats mapped, per block.
+    private func mapPages(of file: ChainFile, into targets: [[Matrix]], from: Int) -> [Range<Int>] {
+        guard case let .file(blocks, _, _) = file.rows else { return [] }
+        let first = max(file.span.lowerBound, from), skippedBytes = 4 * kvDim * (first - file.span.lowerBound)
+        return (0 ..< 2 * layerCount).map { block in
+            Kernels.mapFilePages(file.descriptor, at: blocks[block] + skippedBytes,
+                                 over: targets[block / 2][block % 2].rows(first ..< file.span.upperBound))
+        }
+    }
+
+    /// Loads `file`'s rows for positions `from...` into `targets` (`[layer][keys, values]`), the
+    /// floats of each block in `mapped` being the file's already; padding and rows before `from`
+    /// are read too, only for the checksum.
+    private func loadRows(of file: ChainFile, into targets: [[Matrix]], from: Int, mapped: [Range<Int>]) throws {
+        let first = max(file.span.lowerBound, from), skippedBytes = 4 * kvDim * (first - file.span.lowerBound)
         switch file.rows {
-        case let .decrypted(payload, offset):
+        case let .decrypted(payload, blocks):
             for layer in 0 ..< layerCount {
                 for slot in 0 ..< 2 {
-                    Kernels.loadLittleEndianFloats(
-                        from: payload, byteOffset: offset + 4 * kvDim * ((2 * layer + slot) * n + skipped),
-                        into: targets[layer][slot].rows(first ..< file.span.upperBound))
+                    Kernels.loadLittleEndianFloats(from: payload, byteOffset: blocks[2 * layer + slot] + skippedBytes,
+                                                   into: targets[layer][slot].rows(first ..< file.span.upperBound))
                 }
             }
-        case .file(var offset, var checksum, let fileSize):
-            let scratch = skipped > 0 ? Matrix.zeros(rows: skipped, cols: kvDim) : nil
-            for layer in 0 ..< layerCount {
-                for slot in 0 ..< 2 {
-                    if let scratch { offset = try Self.readRows(file.descriptor, at: offset, into: scratch, checksum: &checksum) }
-                    offset = try Self.readRows(file.descriptor, at: offset,
-                                               into: targets[layer][slot].rows(first ..< file.span.upperBound), checksum: &checksum)
+        case .file(let blocks, var checksum, let fileSize):
+            var offset = Self.headerBytes + 4 * file.span.upperBound
+            do {
+                for layer in 0 ..< layerCount {
+                    for slot in 0 ..< 2 {
+                        offset = try Kernels.hashFileBytes(file.descriptor, at: offset,
+                                                           count: blocks[2 * layer + slot] + skippedBytes - offset, checksum: &checksum)
+                        offset = try Kernels.readLittleEndianFloats(file.descriptor, at: offset,
+                                                                    into: targets[layer][slot].rows(first ..< file.span.upperBound),
+                                                                    checksum: &checksum, mapped: mapped[2 * layer + slot])
+                    }
                 }
-            }
-            precondition(offset == fileSize - Self.checksumBytes, "row sizes were checked against the header")
+            } catch { throw Problem.invalid("\(error)") }
+            precondition(offset == fileSize - Self.checksumBytes, "block offsets were checked against the header")
             guard kv_checksum64_end(&checksum) == Self.littleEndian(try Self.read(file.descriptor, Self.checksumBytes, at: offset)[...]) else {
                 throw Problem.invalid("checksum mismatch")
             }
         }
     }
 
-    private static func readRows(_ descriptor: Int32, at offset: Int, into rows: Matrix, checksum: inout kv_checksum_state) throws -> Int {
-        do { return try Kernels.readLittleEndianFloats(descriptor, at: offset, into: rows, checksum: &checksum) } catch {
-            throw Problem.invalid("\(error)")
+    /// Where each block `[layer][keys, values]` of a file for `span` starts (and, last, where the
+    /// rows end), given where the rows begin: each block is padded so that its row of position `p`
+    /// lies at `p × rowBytes` modulo `alignment` (see the type's documentation).
+    private func blockOffsets(span: Range<Int>, rowsStart: Int, alignment: Int) -> [Int] {
+        let rowBytes = 4 * kvDim, target = span.lowerBound * rowBytes % alignment
+        var offsets: [Int] = [], cursor = rowsStart
+        for _ in 0 ..< 2 * layerCount {
+            cursor += ((target - cursor) % alignment + alignment) % alignment
+            offsets.append(cursor)
+            cursor += span.count * rowBytes
         }
+        return offsets + [cursor]
     }
 
     /// Exactly `count` bytes of the file at `offset`.
@@ -414,10 +464,16 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     }
 
     private func encode(_ entry: PrefixStore.Entry, rows: [Matrix]) throws -> Data {
+        let alignment = encryptionKey == nil ? min(Kernels.pageSize, Self.maximumAlignment) : 1
+        let rowsStart = (encryptionKey == nil ? Self.headerBytes : 0) + 4 * entry.end
+        let blocks = blockOffsets(span: entry.start ..< entry.end, rowsStart: rowsStart, alignment: alignment)
         var payload = Data()
-        payload.reserveCapacity(4 * entry.end + entry.byteCount)
+        payload.reserveCapacity(blocks[blocks.count - 1] - rowsStart + 4 * entry.end)
         for token in entry.tokens { Self.append(UInt32(truncatingIfNeeded: token), to: &payload) }
-        for m in rows { Kernels.appendLittleEndianFloats(m, to: &payload) }
+        for (m, blockStart) in zip(rows, blocks) {
+            payload.append(Data(count: blockStart - rowsStart - (payload.count - 4 * entry.end)))
+            Kernels.appendLittleEndianFloats(m, to: &payload)
+        }
         if let encryptionKey {
             guard let sealed = try AES.GCM.seal(payload, using: encryptionKey.key).combined else {
                 throw Problem.invalid("AES-GCM gave no combined box")
@@ -426,7 +482,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         }
         var data = Data(Self.magic)
         for field in [Self.version, encryptionKey == nil ? 0 : 1, UInt32(layerCount), UInt32(kvDim),
-                      UInt32(entry.start), UInt32(entry.end)] { Self.append(field, to: &data) }
+                      UInt32(entry.start), UInt32(entry.end), UInt32(alignment)] { Self.append(field, to: &data) }
         data.append(contentsOf: fingerprint.bytes)
         data.append(contentsOf: entry.parent?.bytes ?? [UInt8](repeating: 0, count: 32))
         Self.append(UInt64(payload.count), to: &data)

@@ -14,7 +14,10 @@ public struct PrefixKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Lowercase hex: the file name of the key's entry on disk (no prompt text ever is).
-    public var description: String { bytes.map { String(format: "%02x", $0) }.joined() }
+    public var description: String {
+        let digits = Array("0123456789abcdef".utf8)   // (String(format:) per byte cost ~100 µs per key on Linux)
+        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+    }
 
     /// The keys of `tokens[0..<b]` for each `b` in `boundaries` (ascending, each `≤ tokens.count`),
     /// in one pass over the tokens.

@@ -106,6 +106,9 @@ public final class PrefixStore: Sendable {
         /// removed at open, and the files and bytes it holds now.
         public var diskWrites = 0, diskWriteFailures = 0, diskEvictions = 0, rejectedFiles = 0
         public var removedTemporaryFiles = 0, diskEntryCount = 0, diskByteCount = 0
+        /// Bytes of K/V rows restores took from files: mapped (whole pages of a file backing the
+        /// cache's own pages, copy-on-write; needs a ``GrowingKVCache`` and plain files) and read.
+        public var diskBytesMapped = 0, diskBytesRead = 0
         /// The last disk problem (no prompt text: file names are key digests).
         public var lastDiskError: String?
     }
@@ -204,6 +207,8 @@ public final class PrefixStore: Sendable {
             s.removedTemporaryFiles = d.removedTemporaryFiles
             s.diskEntryCount = d.entryCount
             s.diskByteCount = d.byteCount
+            s.diskBytesMapped = d.bytesMapped
+            s.diskBytesRead = d.bytesRead
             s.lastDiskError = d.lastError ?? s.lastDiskError
         }
         return s

@@ -47,9 +47,34 @@ public final class FloatBuffer: @unchecked Sendable {
         }
         base = raw.bindMemory(to: Float.self, capacity: max(count, 1))
         self.count = count
+        mappedByteCount = 0
     }
 
-    deinit { free(base) }
+    /// Allocates `count` floats, unspecified until written, as a private page-aligned mapping of
+    /// their own: whole pages of it can later be replaced by pages of a file
+    /// (``Kernels/mapFilePages(_:at:over:)``), copy-on-write, so
+    /// rows restored from disk are not copied. A K/V cache's storage.
+    /// - Throws: ``RuntimeError/allocationFailed(bytes:)`` as ``init(checkedCount:)``.
+    package init(pageMappedCount count: Int) throws {
+        let page = Kernels.pageSize
+        let (bytes, overflow) = max(count, 1).multipliedReportingOverflow(by: MemoryLayout<Float>.stride)
+        guard count >= 0, !overflow, bytes <= Int.max - page else {
+            throw RuntimeError.allocationFailed(bytes: .max)
+        }
+        let rounded = (bytes + page - 1) / page * page
+        let raw = mmap(nil, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        guard let raw, raw != MAP_FAILED else { throw RuntimeError.allocationFailed(bytes: rounded) }
+        base = raw.bindMemory(to: Float.self, capacity: max(count, 1))
+        self.count = count
+        mappedByteCount = rounded
+    }
+
+    deinit {
+        if mappedByteCount > 0 { munmap(base, mappedByteCount) } else { free(base) }
+    }
+
+    /// Bytes of the buffer's own mapping (``init(pageMappedCount:)``); 0 for malloc'd storage.
+    let mappedByteCount: Int
 
     /// Reads or writes one element.
     public subscript(index: Int) -> Float {
