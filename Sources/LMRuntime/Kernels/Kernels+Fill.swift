@@ -57,7 +57,7 @@ extension Kernels {
     ///   never truncated in place.
     package static func mapFilePages(_ descriptor: Int32, at offset: Int, over matrix: Matrix) -> Range<Int> {
         #if _endian(little)
-        guard matrix.buffer.mappedByteCount > 0, matrix.rowStride == matrix.cols || matrix.rows == 1 else { return 0 ..< 0 }
+        guard mapsFilePages, matrix.buffer.mappedByteCount > 0, matrix.rowStride == matrix.cols || matrix.rows == 1 else { return 0 ..< 0 }
         let page = pageSize, address = Int(bitPattern: matrix.base), bytes = 4 * matrix.rows * matrix.cols
         let head = (page - address % page) % page
         guard (address - offset) % page == 0, bytes - head >= page else { return 0 ..< 0 }
@@ -70,6 +70,10 @@ extension Kernels {
         #endif
         return 0 ..< 0
     }
+
+    /// Whether ``mapFilePages(_:at:over:)`` maps at all (`KVSESSION_MAP_FILES=0` turns it off, for
+    /// measuring a restore that reads everything against one that maps).
+    package static let mapsFilePages = ProcessInfo.processInfo.environment["KVSESSION_MAP_FILES"] != "0"
 
     /// Reads `matrix.rows * matrix.cols` little-endian float32 values from the file `descriptor`
     /// at `offset` into `matrix`, updating `checksum` over every byte in file order, except that
