@@ -105,6 +105,50 @@ struct PrefixDiskTierTests {
         #expect(denseExactly)
     }
 
+    /// Random chains of files restored on top of a cache that already holds a random prefix:
+    /// whatever the boundaries (so wherever the pages start and end inside each block) the
+    /// restored rows are the written rows bit for bit, the rows the cache held before are
+    /// untouched (no page mapped over them), and whole pages were mapped.
+    @Test(arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
+    func restore_mappedChainsKeepEveryRowExact(seed: UInt64) throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(contextLength: 512, dim: 128))   // rows of 256 bytes
+        let model = Transformer(weights: weights), c = weights.config
+        func cache() -> GrowingKVCache {
+            GrowingKVCache(layerCount: c.layerCount, kvDim: c.kvDim, capacity: c.contextLength, chunkPositions: 128)
+        }
+        func rows(_ cache: GrowingKVCache, _ range: Range<Int>) -> [Float] {
+            (0 ..< c.layerCount).flatMap { cache.keys(layer: $0).rows(range).toArray() + cache.values(layer: $0).rows(range).toArray() }
+        }
+        var rng = SeededGenerator(seed: seed)
+        let sequence = Fixtures.tokens(count: 400, vocabSize: c.vocabSize, seed: 60 + seed)
+        let boundaries = Array(Set((0 ..< Int.random(in: 2 ... 5, using: &rng)).map { _ in Int.random(in: 1 ... 380, using: &rng) })).sorted()
+        let last = boundaries[boundaries.count - 1], have = Int.random(in: 0 ..< last, using: &rng)
+        let source = cache()
+        try model.forward(Array(sequence.prefix(last)), cache: source)
+        let writer = PrefixStore(weights: weights, configuration: .persistent(in: directory))
+        writer.publish(source, boundaries: boundaries)
+        writer.flush()
+
+        let target = cache()
+        if have > 0 { try model.forward(Array(sequence.prefix(have)), cache: target) }
+        let before = rows(target, 0 ..< have)
+        let store = PrefixStore(weights: weights, configuration: .persistent(in: directory))
+        let restored = store.restore(into: target, tokens: Array(sequence.prefix(last + 1)), boundaries: boundaries)
+        #expect(restored.fromDisk == last - have, "boundaries \(boundaries), have \(have)")
+        let keptExactly = rows(target, 0 ..< have) == before, restoredExactly = rows(target, have ..< last) == rows(source, have ..< last)
+        #expect(keptExactly && restoredExactly, "boundaries \(boundaries), have \(have)")
+        let s = store.statistics
+        #expect(s.diskBytesMapped + s.diskBytesRead == (last - have) * 2 * c.layerCount * c.kvDim * 4)
+        // A file restoring 32 rows or more (8 KiB per block) holds a whole page wherever it starts.
+        let spans = zip([0] + boundaries, boundaries).map { $1 - max($0, have) }
+        if spans.contains(where: { $0 >= 32 }) { #expect(s.diskBytesMapped > 0, "boundaries \(boundaries), have \(have)") }
+        let logits = try model.forward([sequence[last]], cache: target).toArray()
+        let fresh = try model.forward(Array(sequence.prefix(last + 1)), cache: model.makeCache()).toArray()
+        #expect(Fixtures.maxRelativeError(logits, fresh) <= 1e-4)
+    }
+
     /// A chain of files restored in parallel, the first part from memory: the file that holds
     /// the boundary of the memory's end is read from there on (its earlier rows only feed the
     /// checksum), and every row equals a fresh prefill.
