@@ -106,18 +106,19 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                     contextLength: 512, weights: .synthetic(seed: 1)), seed: 1)
     public static let storeTokens = (0 ..< 300).map { 1 + $0 % 250 }
     static let storeFingerprint = storeWeights.map(ModelFingerprint.init)
-    static let storeFile: URL? = storeFingerprint.map { fingerprint in
-        let key = PrefixKey.keys(fingerprint: fingerprint, tokens: storeTokens, at: [storeTokens.count])[0]
-        return scratch.appendingPathComponent("prefixes").appendingPathComponent("\(key).kvp")
+    static let storeFileName: String? = storeFingerprint.map { fingerprint in
+        "\(PrefixKey.keys(fingerprint: fingerprint, tokens: storeTokens, at: [storeTokens.count])[0]).kvp"
     }
 
     static func prefixStoreFile(_ data: Data) { _ = restorePrefixStoreFile(data) }
 
-    /// Restores ``storeTokens`` from `data` as their entry file: the tokens restored and the
-    /// bytes of rows mapped from the file.
-    public static func restorePrefixStoreFile(_ data: Data) -> (tokens: Int, mappedBytes: Int) {
-        guard let weights = storeWeights, let fingerprint = storeFingerprint, let file = storeFile else { return (0, 0) }
-        let directory = file.deletingLastPathComponent()
+    /// Restores ``storeTokens`` from `data` as their entry file, in `directory` (by default one
+    /// shared by every call: the fuzzer runs inputs one at a time; concurrent callers pass their
+    /// own): the tokens restored and the bytes of rows mapped from the file.
+    public static func restorePrefixStoreFile(_ data: Data, in directory: URL? = nil) -> (tokens: Int, mappedBytes: Int) {
+        guard let weights = storeWeights, let fingerprint = storeFingerprint, let name = storeFileName else { return (0, 0) }
+        let directory = directory ?? scratch.appendingPathComponent("prefixes")
+        let file = directory.appendingPathComponent(name)
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         guard (try? data.write(to: file)) != nil else { return (0, 0) }
         defer { try? FileManager.default.removeItem(at: file) }

@@ -39,10 +39,12 @@ struct FuzzReplayTests {
 struct PrefixStoreSeedTests {
     @Test func seed_restoresEveryTokenAndMapsPages() throws {
         let seed = FuzzReplayTests.root.appendingPathComponent("corpus/prefix-store-file/entry.kvp")
-        let restored = FuzzTarget.restorePrefixStoreFile(try Data(contentsOf: seed))
+        let directory = Fixtures.temporaryFile("seed-check")   // not the target's own folder: the replay test uses it meanwhile
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let restored = FuzzTarget.restorePrefixStoreFile(try Data(contentsOf: seed), in: directory)
         #expect(restored.tokens == FuzzTarget.storeTokens.count)
         #expect(restored.mappedBytes > 0)
-        let fresh = FuzzTarget.restorePrefixStoreFile(try FuzzTarget.prefixStoreSeed())
+        let fresh = FuzzTarget.restorePrefixStoreFile(try FuzzTarget.prefixStoreSeed(), in: directory)
         #expect(fresh.tokens == FuzzTarget.storeTokens.count)
     }
 }
