@@ -8,6 +8,7 @@
 
 #include "CKernels.h"
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
@@ -21,6 +22,33 @@
 // then pairs of pairs, then the two halves, which is what a tree of horizontal adds gives.
 static inline float reduce_lanes(const float *lane) {
     return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+// Memory a kernel reads later, prefetched a few cache lines at a time between the kernel's own
+// steps so that it streams in while they compute (a burst of prefetches would stall the core
+// until most of it had arrived). `per` lines per step, `left` lines to go from `at`.
+typedef struct {
+    const char *at;
+    ptrdiff_t left, per;
+} ahead_t;
+
+static inline void ahead_step(ahead_t *ahead) {
+    if (!ahead) return;
+    for (ptrdiff_t i = 0; i < ahead->per && ahead->left > 0; i++, ahead->left--, ahead->at += 64) __builtin_prefetch(ahead->at, 0, 3);
+}
+
+// KVSESSION_ATTENTION_PREFETCH=0 turns the prefetching off (for measuring it).
+static int prefetching = 1;
+__attribute__((constructor)) static void read_prefetching(void) {
+    const char *value = getenv("KVSESSION_ATTENTION_PREFETCH");
+    prefetching = !(value && strcmp(value, "0") == 0);
+}
+
+// A cursor over `bytes` from `start` spread over `steps` steps.
+static inline ahead_t ahead_over(const void *start, ptrdiff_t bytes, ptrdiff_t steps) {
+    ptrdiff_t lines = prefetching && start && bytes > 0 ? (bytes + 63) / 64 : 0;
+    ahead_t ahead = {(const char *)start, lines, steps > 0 ? (lines + steps - 1) / steps : lines};
+    return ahead;
 }
 
 void kv_attention_scores_portable(const float *q, ptrdiff_t ldq, ptrdiff_t rows, const float *k, ptrdiff_t ldk,
@@ -111,11 +139,13 @@ KV_AVX2 static void scores1x4(const float *q, const float *k, ptrdiff_t ldk, ptr
     finish4(reduce4(a0, a1, a2, a3), q, k, ldk, end, d, scale, s, count);
 }
 
+// Steps for `ahead`: one per four keys.
 KV_AVX2 static void attention_scores_avx2(const float *q, ptrdiff_t ldq, ptrdiff_t rows, const float *k, ptrdiff_t ldk,
-                                          ptrdiff_t n, ptrdiff_t d, float *s, ptrdiff_t lds, float scale) {
+                                          ptrdiff_t n, ptrdiff_t d, float *s, ptrdiff_t lds, float scale, ahead_t *ahead) {
     ptrdiff_t j = 0;
     for (; j + 4 <= n; j += 4) {   // four key rows stay in L1 while every query passes over them
         const float *kj = k + j * ldk;
+        ahead_step(ahead);
         ptrdiff_t r = 0;
         for (; r + 3 <= rows; r += 3) scores3x4(q + r * ldq, ldq, kj, ldk, d, s + r * lds + j, lds, scale);
         for (; r < rows; r++) scores1x4(q + r * ldq, kj, ldk, 4, d, s + r * lds + j, scale);
@@ -162,14 +192,21 @@ KV_AVX2 static void rows1x8(float *o, const float *p, const float *v, ptrdiff_t 
     _mm256_storeu_ps(o, a);
 }
 
-// o = p v (add 0) or o += p v (add 1).
+// o = p v (add 0) or o += p v (add 1). Steps for `ahead`: one per block of three rows by 32 columns
+// and one per row and 8 columns at the edges.
 KV_AVX2 static void weighted_rows_avx2(float *o, ptrdiff_t ldo, ptrdiff_t rows, const float *p, ptrdiff_t ldp,
-                                       const float *v, ptrdiff_t ldv, ptrdiff_t n, ptrdiff_t cols, int add) {
+                                       const float *v, ptrdiff_t ldv, ptrdiff_t n, ptrdiff_t cols, int add, ahead_t *ahead) {
     ptrdiff_t wide = cols - cols % 32, vectors = cols - cols % 8, r = 0;
     for (; r + 3 <= rows; r += 3)
-        for (ptrdiff_t c = 0; c < wide; c += 32) rows3x32(o + r * ldo + c, ldo, p + r * ldp, ldp, v + c, ldv, n, add);
+        for (ptrdiff_t c = 0; c < wide; c += 32) {
+            ahead_step(ahead);
+            rows3x32(o + r * ldo + c, ldo, p + r * ldp, ldp, v + c, ldv, n, add);
+        }
     for (ptrdiff_t t = 0; t < rows; t++)
-        for (ptrdiff_t c = t < r ? wide : 0; c < vectors; c += 8) rows1x8(o + t * ldo + c, p + t * ldp, v + c, ldv, n, add);
+        for (ptrdiff_t c = t < r ? wide : 0; c < vectors; c += 8) {
+            ahead_step(ahead);
+            rows1x8(o + t * ldo + c, p + t * ldp, v + c, ldv, n, add);
+        }
     if (vectors == cols) return;
     if (!add)
         for (ptrdiff_t t = 0; t < rows; t++) memset(o + t * ldo + vectors, 0, (size_t)(cols - vectors) * sizeof(float));
@@ -211,7 +248,7 @@ KV_AVX2 static void transpose_avx2(float *kt, ptrdiff_t ldt, const float *k, ptr
 void kv_weighted_rows_add(float *o, ptrdiff_t ldo, ptrdiff_t rows, const float *p, ptrdiff_t ldp,
                           const float *v, ptrdiff_t ldv, ptrdiff_t n, ptrdiff_t cols) {
 #if KV_X86
-    if (kv_uses_avx2()) { weighted_rows_avx2(o, ldo, rows, p, ldp, v, ldv, n, cols, 1); return; }
+    if (kv_uses_avx2()) { weighted_rows_avx2(o, ldo, rows, p, ldp, v, ldv, n, cols, 1, NULL); return; }
 #endif
     kv_weighted_rows_add_portable(o, ldo, rows, p, ldp, v, ldv, n, cols);
 }
@@ -219,7 +256,7 @@ void kv_weighted_rows_add(float *o, ptrdiff_t ldo, ptrdiff_t rows, const float *
 void kv_attention_scores(const float *q, ptrdiff_t ldq, ptrdiff_t rows, const float *k, ptrdiff_t ldk, ptrdiff_t n,
                          ptrdiff_t d, float *s, ptrdiff_t lds, float scale) {
 #if KV_X86
-    if (kv_uses_avx2()) { attention_scores_avx2(q, ldq, rows, k, ldk, n, d, s, lds, scale); return; }
+    if (kv_uses_avx2()) { attention_scores_avx2(q, ldq, rows, k, ldk, n, d, s, lds, scale, NULL); return; }
 #endif
     kv_attention_scores_portable(q, ldq, rows, k, ldk, n, d, s, lds, scale);
 }
@@ -233,20 +270,34 @@ ptrdiff_t kv_attend_work_floats(ptrdiff_t kvHeads, ptrdiff_t rows, ptrdiff_t hea
     return kvHeads * rows * headDim + rows * tile + headDim * tile;
 }
 
+#if KV_X86
+// The steps weighted_rows_avx2 takes for `rows` by `cols`.
+static ptrdiff_t weighted_steps(ptrdiff_t rows, ptrdiff_t cols) {
+    ptrdiff_t wide = cols - cols % 32, vectors = cols - cols % 8, blocked = rows - rows % 3;
+    return blocked / 3 * (wide / 32) + blocked * ((vectors - wide) / 8) + (rows - blocked) * (vectors / 8);
+}
+#endif
+
 // Scores of one head's stacked queries against a tile of its keys, then the tile's softmax step
 // (running maximum and sum per row, earlier output rescaled when the maximum grows), then the
-// tile's weighted values added to the output.
+// tile's weighted values added to the output. The score products prefetch `ahead` bytes from
+// `keysNext` and the value products as many from `valuesNext` (AVX2 bodies).
 static void attend_tile(const float *stacked, ptrdiff_t rows, ptrdiff_t positions, ptrdiff_t headDim,
                         ptrdiff_t firstPosition, const float *k, const float *v, ptrdiff_t ldkv, ptrdiff_t start,
                         ptrdiff_t n, ptrdiff_t tile, float *scores, float *transposed, float *stats, float *o,
-                        ptrdiff_t ldo) {
+                        ptrdiff_t ldo, const char *keysNext, const char *valuesNext, ptrdiff_t ahead) {
 #if KV_X86
-    if (kv_uses_avx2() && rows >= TRANSPOSED_FROM_ROWS) {
+    int avx2 = kv_uses_avx2();
+    if (avx2 && rows >= TRANSPOSED_FROM_ROWS) {
+        ahead_t keys = ahead_over(keysNext, ahead, weighted_steps(rows, n));
         transpose_avx2(transposed, tile, k, ldkv, n, headDim);
-        weighted_rows_avx2(scores, tile, rows, stacked, headDim, transposed, tile, headDim, n, 0);
+        weighted_rows_avx2(scores, tile, rows, stacked, headDim, transposed, tile, headDim, n, 0, &keys);
+    } else if (avx2) {
+        ahead_t keys = ahead_over(keysNext, ahead, n / 4);
+        attention_scores_avx2(stacked, headDim, rows, k, ldkv, n, headDim, scores, tile, 1, &keys);
     } else
 #endif
-        kv_attention_scores(stacked, headDim, rows, k, ldkv, n, headDim, scores, tile, 1);
+        kv_attention_scores_portable(stacked, headDim, rows, k, ldkv, n, headDim, scores, tile, 1);
     for (ptrdiff_t r = 0; r < rows; r++) {
         float *row = scores + r * tile, *stat = stats + 2 * r;
         ptrdiff_t live = firstPosition + r % positions + 1 - start;   // causal: keys up to the query's own
@@ -264,7 +315,14 @@ static void attend_tile(const float *stacked, ptrdiff_t rows, ptrdiff_t position
         }
         if (live < n) memset(row + live, 0, (size_t)(n - live) * sizeof(float));
     }
-    kv_weighted_rows_add(o, ldo, rows, scores, tile, v, ldkv, n, headDim);
+#if KV_X86
+    if (avx2) {
+        ahead_t values = ahead_over(valuesNext, ahead, weighted_steps(rows, headDim));
+        weighted_rows_avx2(o, ldo, rows, scores, tile, v, ldkv, n, headDim, 1, &values);
+        return;
+    }
+#endif
+    kv_weighted_rows_add_portable(o, ldo, rows, scores, tile, v, ldkv, n, headDim);
 }
 
 void kv_attend_keys(const float *q, ptrdiff_t ldq, ptrdiff_t positions, ptrdiff_t group, ptrdiff_t kvHeads,
@@ -283,11 +341,17 @@ void kv_attend_keys(const float *q, ptrdiff_t ldq, ptrdiff_t positions, ptrdiff_
             memset(o + h * oHeadStride + r * ldo, 0, (size_t)headDim * sizeof(float));
         }
     for (ptrdiff_t start = from; start < to; start += tile) {   // each tile's rows are read whole, for every head
-        ptrdiff_t n = to - start < tile ? to - start : tile;
-        for (ptrdiff_t h = 0; h < kvHeads; h++)
+        ptrdiff_t n = to - start < tile ? to - start : tile, following = to - start - n < tile ? to - start - n : tile;
+        // The next tile's key and value rows (whole rows: every head's columns) stream in while
+        // this one computes, each head taking its share.
+        ptrdiff_t bytes = following * ldkv * (ptrdiff_t)sizeof(float), share = (bytes + kvHeads - 1) / kvHeads;
+        for (ptrdiff_t h = 0; h < kvHeads; h++) {
+            ptrdiff_t skip = h * share < bytes ? h * share : bytes, mine = bytes - skip < share ? bytes - skip : share;
             attend_tile(work + h * rows * headDim, rows, positions, headDim, firstPosition, k + start * ldkv + h * headDim,
                         v + start * ldkv + h * headDim, ldkv, start, n, tile, scores, transposed,
-                        stats + h * statsHeadStride, o + h * oHeadStride, ldo);
+                        stats + h * statsHeadStride, o + h * oHeadStride, ldo,
+                        (const char *)(k + (start + n) * ldkv) + skip, (const char *)(v + (start + n) * ldkv) + skip, mine);
+        }
     }
 }
 

@@ -74,7 +74,8 @@ void kv_weighted_rows_add(float *o, ptrdiff_t ldo, ptrdiff_t rows, const float *
 /// position, and leaves per head and stacked row its maximum score and sum of exponentials in
 /// stats[h*statsHeadStride + 2r ..+1] (-inf and 0 when the row sees none of these keys) and its
 /// unnormalised output in o[h*oHeadStride + r*ldo ..] (zero when it sees none). `work` holds
-/// kv_attend_work_floats(kvHeads, group * positions, headDim, tile) floats.
+/// kv_attend_work_floats(kvHeads, group * positions, headDim, tile) floats. While one tile computes,
+/// the next tile's key and value rows are prefetched (AVX2 body; KVSESSION_ATTENTION_PREFETCH=0 stops it).
 void kv_attend_keys(const float *q, ptrdiff_t ldq, ptrdiff_t positions, ptrdiff_t group, ptrdiff_t kvHeads,
                     ptrdiff_t headDim, ptrdiff_t firstPosition, const float *k, const float *v, ptrdiff_t ldkv,
                     ptrdiff_t from, ptrdiff_t to, ptrdiff_t tile, float scale, float *work, float *stats,
