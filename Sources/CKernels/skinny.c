@@ -57,6 +57,7 @@ __attribute__((constructor)) static void read_prefetch_env(void) {
 #define SKINNY_LOAD8(p) _mm256_loadu_ps(p)
 #define SKINNY_TAIL(p) (*(p))
 #define SKINNY_TARGET "avx2,fma"
+#define SKINNY_CONVERTS 0
 #include "skinny_body.h"
 #undef SKINNY_W
 #undef SKINNY_NAME
@@ -64,6 +65,7 @@ __attribute__((constructor)) static void read_prefetch_env(void) {
 #undef SKINNY_LOAD8
 #undef SKINNY_TAIL
 #undef SKINNY_TARGET
+#undef SKINNY_CONVERTS
 
 #define SKINNY_W uint16_t
 #define SKINNY_NAME(n) n##_f16
@@ -71,6 +73,7 @@ __attribute__((constructor)) static void read_prefetch_env(void) {
 #define SKINNY_LOAD8(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
 #define SKINNY_TAIL(p) _cvtsh_ss(*(p))
 #define SKINNY_TARGET "avx2,fma,f16c"
+#define SKINNY_CONVERTS 1
 #include "skinny_body.h"
 
 #if KV_X86

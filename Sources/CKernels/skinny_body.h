@@ -6,6 +6,8 @@
 //   SKINNY_LOAD8(p)   eight elements at p as a __m256 (x86-64 body)
 //   SKINNY_TAIL(p)    the float value of the element at p (x86-64 body)
 //   SKINNY_TARGET     the instruction sets the x86-64 body needs
+//   SKINNY_CONVERTS   1 when loading a weight converts it (x86-64 body: four activation rows
+//                     then share each conversion), else 0
 // Converting a half to a float is exact, so each element's arithmetic is that of the float body
 // on the converted weights, operation for operation.
 
@@ -89,6 +91,34 @@ SKINNY_FN void SKINNY_NAME(tile4x3)(const float *x, ptrdiff_t ldx, const SKINNY_
         }
 }
 
+// Two weight rows by four activation rows: 8 accumulators, each weight loaded (and converted)
+// once for all four rows. Streams its rows from memory itself, prefetching the two rows at
+// `ahead` (may be NULL) once per cache line.
+SKINNY_FN void SKINNY_NAME(tile2x4)(const float *x, ptrdiff_t ldx, const SKINNY_W *w, ptrdiff_t ldw, ptrdiff_t k,
+                                    float *y, ptrdiff_t ldy, float alpha, float beta, const SKINNY_W *ahead) {
+    ptrdiff_t end = k - k % 8;
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+    const float *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx, *x3 = x + 3 * ldx;
+    const SKINNY_W *w0 = w, *w1 = w + ldw;
+    for (ptrdiff_t i = 0; i < end; i += 8) {
+        if (ahead && (i & (64 / sizeof(SKINNY_W) - 1)) == 0) {
+            _mm_prefetch((const char *)(ahead + i), _MM_HINT_T0);
+            _mm_prefetch((const char *)(ahead + ldw + i), _MM_HINT_T0);
+        }
+        __m256 r0 = SKINNY_LOAD8(w0 + i), r1 = SKINNY_LOAD8(w1 + i), v;
+        v = _mm256_loadu_ps(x0 + i); a00 = _mm256_fmadd_ps(v, r0, a00); a10 = _mm256_fmadd_ps(v, r1, a10);
+        v = _mm256_loadu_ps(x1 + i); a01 = _mm256_fmadd_ps(v, r0, a01); a11 = _mm256_fmadd_ps(v, r1, a11);
+        v = _mm256_loadu_ps(x2 + i); a02 = _mm256_fmadd_ps(v, r0, a02); a12 = _mm256_fmadd_ps(v, r1, a12);
+        v = _mm256_loadu_ps(x3 + i); a03 = _mm256_fmadd_ps(v, r0, a03); a13 = _mm256_fmadd_ps(v, r1, a13);
+    }
+    __m256 acc[2][4] = {{a00, a01, a02, a03}, {a10, a11, a12, a13}};
+    for (int n = 0; n < 2; n++)
+        for (int t = 0; t < 4; t++) {
+            float *out = y + t * ldy + n;
+            *out = finish(SKINNY_NAME(tail)(x + t * ldx, w + n * ldw, end, k, reduce8(acc[n][t])), alpha, beta, out);
+        }
+}
+
 // One weight row by one activation row: the edges, with the same arithmetic per element.
 SKINNY_FN void SKINNY_NAME(tile1x1)(const float *x, const SKINNY_W *w, ptrdiff_t k, float *y, float alpha, float beta) {
     ptrdiff_t end = k - k % 8;
@@ -156,6 +186,22 @@ SKINNY_FN void SKINNY_NAME(avx2)(const float *x, ptrdiff_t ldx, ptrdiff_t rows, 
                                  ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta,
                                  const char *after, ptrdiff_t afterBytes) {
     ptrdiff_t n = 0;
+#if SKINNY_CONVERTS
+    // Where converting a weight costs more than streaming it (F16C on 128-bit units), four rows
+    // sharing each conversion beat tiles of three and two that convert every weight twice.
+    if (rows >= 4) {
+        for (; n + 2 <= outputs; n += 2)
+            SKINNY_NAME(tile2x4)(x, ldx, w + n * ldw, ldw, k, y + n, ldy, alpha, beta,
+                                 n + kv_prefetch_rows + 2 <= outputs ? w + (n + kv_prefetch_rows) * ldw : NULL);
+        for (; n < outputs; n++)
+            for (ptrdiff_t t = 0; t < 4; t++) SKINNY_NAME(tile1x1)(x + t * ldx, w + n * ldw, k, y + t * ldy + n, alpha, beta);
+        if (rows == 4) return;
+        x += 4 * ldx;
+        y += 4 * ldy;
+        rows -= 4;
+        n = 0;
+    }
+#endif
     for (; n + 4 <= outputs; n += 4) {
         const SKINNY_W *wn = w + n * ldw;
         if (rows == 1 && n + 8 <= outputs) {

@@ -52,7 +52,7 @@ struct HalfPrecisionTests {
                       ("chunks of 4", chunked(4), kv_skinny_gemm as Skinny), ("chunks of 6", chunked(6), kv_skinny_gemm as Skinny)])
     func skinnyGEMMHalf_isTheFloatKernelOnTheConvertedWeights(name: String, half: SkinnyHalf, float: Skinny) {
         let sameBody = name != "dispatched" || Kernels.usesAVX2 == Kernels.usesF16C
-        for (rows, outputs, k) in [(1, 9, 77), (2, 4, 8), (3, 7, 64), (5, 13, 9), (8, 16, 200), (1, 5, 1), (7, 3, 2816), (32, 20, 72)] {
+        for (rows, outputs, k) in [(1, 9, 77), (2, 4, 8), (3, 7, 64), (4, 11, 100), (5, 13, 9), (6, 10, 24), (8, 16, 200), (1, 5, 1), (7, 3, 2816), (32, 20, 72)] {
             let x = CKernelsTests.values(rows * k, seed: UInt64(rows + k), scale: 1)
             var w = CKernelsTests.values(outputs * k, seed: UInt64(outputs * 3 + k), scale: 2).map(Kernels.halfBits)
             if w.count > 4 { w[0] = 0x0001; w[1] = 0x83FF; w[2] = 0x7BFF; w[3] = 0x8000 }   // subnormals, max, -0
