@@ -67,7 +67,9 @@ struct KernelReport: Encodable {
                 let sum = steps.map(\.ms_per_layer).reduce(0, +)
                 lines.append("  \(p.tokens) tokens, ms per layer, each step timed alone: "
                     + steps.map { "\($0.kernel) \(fmt($0.ms_per_layer))" }.joined(separator: " · "))
-                lines.append("    sum \(fmt(sum)), measured pass \(fmt(p.pass_ms_per_layer)) per layer")
+                lines.append("    in layer order over all layers: " + steps.map { "\($0.kernel) \(fmt($0.ms_per_layer_in_sequence))" }.joined(separator: " · "))
+                let inSequence = steps.map(\.ms_per_layer_in_sequence).reduce(0, +)
+                lines.append("    sums \(fmt(sum)) alone, \(fmt(inSequence)) in order; measured pass \(fmt(p.pass_ms_per_layer)) per layer")
             }
             if !m.incremental.isEmpty {
                 lines.append("  incremental prefill on \(m.incremental[0].cached_tokens) cached tokens: new tokens, ms, roofline ms (bytes ÷ read, FLOPs ÷ sgemm), ÷ roofline")
@@ -75,6 +77,7 @@ struct KernelReport: Encodable {
                     lines.append("           \(pad(i.new_tokens, 6)) \(pad(fmt(i.ms), 9)) \(pad(fmt(i.roofline_ms), 9))   \(pad(fmt(i.ratio_to_roofline), 6))")
                     if let steps = i.breakdown {
                         lines.append("             ms per layer, each step timed alone: " + steps.map { "\($0.kernel) \(fmt($0.ms_per_layer))" }.joined(separator: " · "))
+                        lines.append("             in layer order over all layers: " + steps.map { "\($0.kernel) \(fmt($0.ms_per_layer_in_sequence))" }.joined(separator: " · "))
                     }
                 }
             }

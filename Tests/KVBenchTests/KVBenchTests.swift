@@ -105,7 +105,7 @@ struct KVBenchTests {
             let steps = try #require(row["breakdown"] as? [[String: Any]])
             #expect(steps.map { $0["kernel"] as? String } == ["attention norm", "Q|K|V", "RoPE", "attention", "O + residual",
                                                               "FFN norm", "gate|up", "SwiGLU", "down + residual"])
-            #expect(steps.allSatisfy { ($0["ms_per_layer"] as? Double ?? 0) > 0 })
+            #expect(steps.allSatisfy { ($0["ms_per_layer"] as? Double ?? 0) > 0 && ($0["ms_per_layer_in_sequence"] as? Double ?? 0) > 0 })
         }
         // The incremental section: each new-token count on the cached prefix, against its roofline.
         let incremental = try #require(models[0]["incremental"] as? [[String: Any]])
