@@ -40,6 +40,10 @@ struct ModelReport: Encodable {
     let decode_tokens_per_second: Double
     let decode_weight_gbps: Double
     let decode_ratio_to_sgemv: Double
+    /// The read ceiling measured between decode windows (the median of the pairs).
+    let decode_read_gbps: Double
+    /// Decode's weight bytes per second ÷ the read ceiling measured just before, over windows of
+    /// four tokens and four reads: the median of the pairs.
     let decode_ratio_to_read: Double
 }
 
@@ -81,7 +85,7 @@ struct KernelReport: Encodable {
                     }
                 }
             }
-            lines.append("  decode   \(fmt(m.decode_tokens_per_second)) tokens/s, \(fmt(m.decode_weight_gbps)) GB/s of weights, ÷ read ceiling \(fmt(m.decode_ratio_to_read)), ÷ sgemv \(fmt(m.decode_ratio_to_sgemv))")
+            lines.append("  decode   \(fmt(m.decode_tokens_per_second)) tokens/s, \(fmt(m.decode_weight_gbps)) GB/s of weights, ÷ read ceiling \(fmt(m.decode_ratio_to_read)) (median of pairs: 4 reads at \(fmt(m.decode_read_gbps)) GB/s, then 4 tokens), ÷ sgemv \(fmt(m.decode_ratio_to_sgemv))")
             lines.append("")
         }
         for c in precision_comparisons {
@@ -125,12 +129,24 @@ struct KernelProbe {
     /// Streaming-read throughput over `streamBytes` on all workers, in GB/s: the machine's DRAM
     /// read ceiling, which decode (every weight once per token) cannot beat.
     func readGBps() -> Double {
+        let a = readProbe()
+        let best = (0 ..< max(repeats, 3)).map { _ in readSeconds(a) }.min()!
+        return Double(Self.streamBytes) / best / 1e9
+    }
+
+    /// The `streamBytes` a read-ceiling measurement streams.
+    func readProbe() -> Matrix {
         let a = Matrix.zeros(rows: Self.streamBytes / (4 * 1024), cols: 1024)
         LMRuntime.Kernels.fillUniform(a, seed: 4, scale: 1)
+        return a
+    }
+
+    /// Seconds one streaming read of `probe` takes on all workers (the mean of four back to back).
+    func readSeconds(_ probe: Matrix) -> Double {
         var sink: Float = 0
-        let best = (0 ..< max(repeats, 3)).map { _ in seconds { for _ in 0 ..< 4 { sink += LMRuntime.Kernels.streamingSum(a) } } }.min()! / 4
+        let time = seconds { for _ in 0 ..< 4 { sink += LMRuntime.Kernels.streamingSum(probe) } } / 4
         if sink.isNaN { progress("(read probe: NaN)") }   // keeps the sum alive
-        return Double(Self.streamBytes) / best / 1e9
+        return time
     }
 
     /// sgemm GFLOP/s for each `[m, k] · [n, k]ᵀ` in `shapes`, each timed over `calls` back-to-back calls.
@@ -206,21 +222,39 @@ struct KernelProbe {
         }
         let incrementalReports = measureIncremental(weights, model: model, cache: cache, newTokens: incremental,
                                                     cachedTokens: cachedTokens, readGBps: readGBps)
-        // Decode after a short prompt, so weights (not the cache) dominate the traffic.
+        // Decode after a short prompt, so weights (not the cache) dominate the traffic: tokens/s
+        // over a run of `decodeTokens`, the best of `repeats` runs.
         let prompt = Array(0 ..< min(16, c.contextLength - decodeTokens - 1)).map { $0 % c.vocabSize }
+        func decodeSeconds(_ tokens: Int) -> Double {
+            if cache.count + tokens >= c.contextLength { cache.truncate(to: prompt.count) }
+            return seconds {
+                for i in 0 ..< tokens { _ = try? model.forward([(i * 31) % c.vocabSize], cache: cache) }
+            } / Double(tokens)
+        }
         let perToken = (0 ..< repeats).map { _ in
             cache.truncate(to: 0)
             _ = try? model.forward(prompt, cache: cache)
-            return seconds {
-                for i in 0 ..< decodeTokens { _ = try? model.forward([(i * 31) % c.vocabSize], cache: cache) }
-            } / Double(decodeTokens)
+            return decodeSeconds(decodeTokens)
         }.min()!
         let weightGBps = Double(c.decodeWeightBytes) / perToken / 1e9
+        // Against the read ceiling, pair by pair: four reads of the probe, then four tokens, each
+        // pair's ratio of like windows taken back to back, and the median of the pairs. A virtual
+        // machine's memory speed can drift by a fifth within minutes; this keeps the ratio one of
+        // neighbours measured alike, not of the run's best read against a long decode.
+        let probe = readProbe()
+        cache.truncate(to: 0)
+        _ = try? model.forward(prompt, cache: cache)
+        let pairs = (0 ..< max(2 * repeats, 9)).map { _ in
+            let read = Double(Self.streamBytes) / readSeconds(probe) / 1e9
+            return (read: read, ratio: Double(c.decodeWeightBytes) / decodeSeconds(4) / 1e9 / read)
+        }
+        let median = { (values: [Double]) in values.sorted()[values.count / 2] }
         return ModelReport(model: c.name, precision: c.weightPrecision.rawValue, parameters: c.parameterCount,
                            sgemm_gflops: prefills.map(\.sgemm_peak_gflops).max() ?? sgemmCeiling(c, tokens: 512).peak,
                            prefill: prefills, incremental: incrementalReports,
                            decode_tokens_per_second: 1 / perToken, decode_weight_gbps: weightGBps,
-                           decode_ratio_to_sgemv: weightGBps / sgemvGBps, decode_ratio_to_read: weightGBps / readGBps)
+                           decode_ratio_to_sgemv: weightGBps / sgemvGBps, decode_read_gbps: median(pairs.map(\.read)),
+                           decode_ratio_to_read: median(pairs.map(\.ratio)))
     }
 
     /// `T` new tokens on top of `cachedTokens` cached ones, for each `T`: the pass a cache hit's

@@ -116,7 +116,7 @@ struct KVBenchTests {
             }
             #expect((row["breakdown"] as? [[String: Any]])?.count == 9)
         }
-        for key in ["decode_tokens_per_second", "decode_weight_gbps", "decode_ratio_to_sgemv", "decode_ratio_to_read", "sgemm_gflops"] {
+        for key in ["decode_tokens_per_second", "decode_weight_gbps", "decode_ratio_to_sgemv", "decode_read_gbps", "decode_ratio_to_read", "sgemm_gflops"] {
             #expect((models[0][key] as? Double ?? 0) > 0, "\(key)")
         }
         #expect(run.stderr.contains("measuring"))   // progress goes to stderr, never into the JSON
