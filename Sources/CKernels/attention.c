@@ -308,9 +308,14 @@ static void attend_tile(const float *stacked, ptrdiff_t rows, ptrdiff_t position
 #if KV_X86
     int avx2 = kv_uses_avx2();
     if (avx2 && rows >= TRANSPOSED_FROM_ROWS) {
-        ahead_t keys = ahead_over(keysNext, ahead, weighted_steps(rows, n));
+        // A short last tile is padded with zero keys to whole blocks of 32 columns, so that no
+        // score goes through the narrow edge kernels (the padded scores are never read).
+        ptrdiff_t padded = (n + 31) / 32 * 32 <= tile ? (n + 31) / 32 * 32 : n;
+        ahead_t keys = ahead_over(keysNext, ahead, weighted_steps(rows, padded));
         transpose_avx2(transposed, tile, k, ldkv, n, headDim);
-        weighted_rows_avx2(scores, tile, rows, stacked, headDim, transposed, tile, headDim, n, 0, &keys);
+        if (padded > n)
+            for (ptrdiff_t i = 0; i < headDim; i++) memset(transposed + i * tile + n, 0, (size_t)(padded - n) * sizeof(float));
+        weighted_rows_avx2(scores, tile, rows, stacked, headDim, transposed, tile, headDim, padded, 0, &keys);
     } else if (avx2) {
         ahead_t keys = ahead_over(keysNext, ahead, n / 4);
         attention_scores_avx2(stacked, headDim, rows, k, ldkv, n, headDim, scores, tile, 1, &keys);

@@ -100,7 +100,7 @@ struct FewQueryAttentionTests {
     @Test(arguments: shapes)
     func causalAttention_fewQueriesMatchDefinitionOnAnyWorkers(shape: Shape) {
         #expect(Kernels.fewQueryLimit >= 16 && Kernels.fewQueryKeyTile < 1300 / 4)
-        for (t, keyCount) in [(1, 1), (1, 5), (4, 1300), (16, 1300), (1, 1300), (7, 300)] {
+        for (t, keyCount) in [(1, 1), (1, 5), (4, 1300), (16, 1300), (1, 1300), (7, 300), (Kernels.fewQueryLimit, 700)] {
             let q = Matrix.zeros(rows: t, cols: shape.heads * shape.headDim)
             let k = Matrix.zeros(rows: keyCount, cols: shape.kvHeads * shape.headDim), v = Matrix.zeros(rows: keyCount, cols: k.cols)
             Kernels.fillUniform(q, seed: 11, scale: 2)
