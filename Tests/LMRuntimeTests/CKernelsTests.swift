@@ -73,7 +73,7 @@ struct CKernelsTests {
     /// and each element the same bits when computed in a smaller call (tiles and bands change nothing).
     @Test(arguments: [("dispatched", kv_skinny_gemm as Skinny), ("portable", kv_skinny_gemm_portable as Skinny)])
     func skinnyGEMM_matchesDefinitionAndIsTileInvariant(name: String, body: Skinny) {
-        for (rows, outputs, k) in [(1, 9, 77), (2, 4, 8), (3, 7, 64), (5, 13, 9), (8, 16, 200), (1, 5, 1), (7, 3, 2816)] {
+        for (rows, outputs, k) in [(1, 9, 77), (2, 4, 8), (3, 7, 64), (5, 13, 9), (8, 16, 200), (1, 5, 1), (7, 3, 2816), (4, 11, 100), (4, 6, 64)] {
             let x = Self.values(rows * (k + 3), seed: UInt64(rows * 31 + k), scale: 1)
             let w = Self.values(outputs * (k + 1), seed: UInt64(outputs * 17 + k), scale: 1)
             let start = Self.values(rows * outputs, seed: 99, scale: 1)
