@@ -28,6 +28,10 @@ struct ModelReport: Encodable {
         /// max(bytes ÷ DRAM read ceiling, FLOPs ÷ sgemm ceiling).
         let roofline_ms: Double
         let ratio_to_roofline: Double
+        /// The read ceiling in the pairs (median): four reads of the probe, then one pass.
+        let paired_read_gbps: Double
+        /// Median over the pairs of the pass ÷ its roofline with the pair's own read ceiling.
+        let paired_ratio_to_roofline: Double
         let breakdown: [KernelTime]?
     }
 
@@ -76,9 +80,11 @@ struct KernelReport: Encodable {
                 lines.append("    sums \(fmt(sum)) alone, \(fmt(inSequence)) in order; measured pass \(fmt(p.pass_ms_per_layer)) per layer")
             }
             if !m.incremental.isEmpty {
-                lines.append("  incremental prefill on \(m.incremental[0].cached_tokens) cached tokens: new tokens, ms, roofline ms (bytes ÷ read, FLOPs ÷ sgemm), ÷ roofline")
+                lines.append("  incremental prefill on \(m.incremental[0].cached_tokens) cached tokens: new tokens, ms, roofline ms (bytes ÷ read, FLOPs ÷ sgemm), ÷ roofline; "
+                    + "÷ roofline in pairs (median: 4 reads, then one pass) and the pairs' read GB/s")
                 for i in m.incremental {
-                    lines.append("           \(pad(i.new_tokens, 6)) \(pad(fmt(i.ms), 9)) \(pad(fmt(i.roofline_ms), 9))   \(pad(fmt(i.ratio_to_roofline), 6))")
+                    lines.append("           \(pad(i.new_tokens, 6)) \(pad(fmt(i.ms), 9)) \(pad(fmt(i.roofline_ms), 9))   \(pad(fmt(i.ratio_to_roofline), 6))"
+                        + "   \(pad(fmt(i.paired_ratio_to_roofline), 6)) \(pad(fmt(i.paired_read_gbps), 6))")
                     if let steps = i.breakdown {
                         lines.append("             ms per layer, each step timed alone: " + steps.map { "\($0.kernel) \(fmt($0.ms_per_layer))" }.joined(separator: " · "))
                         lines.append("             in layer order over all layers: " + steps.map { "\($0.kernel) \(fmt($0.ms_per_layer_in_sequence))" }.joined(separator: " · "))
@@ -220,8 +226,9 @@ struct KernelProbe {
                                   sgemm_peak_gflops: peak, ratio_to_sgemm_peak: gflops / peak,
                                   pass_ms_per_layer: best * 1000 / Double(c.layerCount), breakdown: steps))
         }
+        let probe = readProbe()
         let incrementalReports = measureIncremental(weights, model: model, cache: cache, newTokens: incremental,
-                                                    cachedTokens: cachedTokens, readGBps: readGBps)
+                                                    cachedTokens: cachedTokens, readGBps: readGBps, probe: probe)
         // Decode after a short prompt, so weights (not the cache) dominate the traffic: tokens/s
         // over a run of `decodeTokens`, the best of `repeats` runs.
         let prompt = Array(0 ..< min(16, c.contextLength - decodeTokens - 1)).map { $0 % c.vocabSize }
@@ -241,26 +248,26 @@ struct KernelProbe {
         // pair's ratio of like windows taken back to back, and the median of the pairs. A virtual
         // machine's memory speed can drift by a fifth within minutes; this keeps the ratio one of
         // neighbours measured alike, not of the run's best read against a long decode.
-        let probe = readProbe()
         cache.truncate(to: 0)
         _ = try? model.forward(prompt, cache: cache)
         let pairs = (0 ..< max(2 * repeats, 9)).map { _ in
             let read = Double(Self.streamBytes) / readSeconds(probe) / 1e9
             return (read: read, ratio: Double(c.decodeWeightBytes) / decodeSeconds(4) / 1e9 / read)
         }
-        let median = { (values: [Double]) in values.sorted()[values.count / 2] }
         return ModelReport(model: c.name, precision: c.weightPrecision.rawValue, parameters: c.parameterCount,
                            sgemm_gflops: prefills.map(\.sgemm_peak_gflops).max() ?? sgemmCeiling(c, tokens: 512).peak,
                            prefill: prefills, incremental: incrementalReports,
                            decode_tokens_per_second: 1 / perToken, decode_weight_gbps: weightGBps,
-                           decode_ratio_to_sgemv: weightGBps / sgemvGBps, decode_read_gbps: median(pairs.map(\.read)),
-                           decode_ratio_to_read: median(pairs.map(\.ratio)))
+                           decode_ratio_to_sgemv: weightGBps / sgemvGBps, decode_read_gbps: Self.median(pairs.map(\.read)),
+                           decode_ratio_to_read: Self.median(pairs.map(\.ratio)))
     }
+
+    static func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
     /// `T` new tokens on top of `cachedTokens` cached ones, for each `T`: the pass a cache hit's
     /// time to first token is made of, against its roofline.
     func measureIncremental(_ weights: ModelWeights, model: Transformer, cache: DenseKVCache, newTokens: [Int],
-                            cachedTokens: Int, readGBps: Double) -> [ModelReport.Incremental] {
+                            cachedTokens: Int, readGBps: Double, probe: Matrix) -> [ModelReport.Incremental] {
         let c = weights.config
         let counts = newTokens.filter { cachedTokens + $0 <= c.contextLength }
         guard !counts.isEmpty else { return [] }
@@ -276,9 +283,19 @@ struct KernelProbe {
             let bytes = Double(c.decodeWeightBytes) + Double(2 * c.layerCount * c.kvDim * (cachedTokens + t) * 4)
             let flops = c.forwardFLOPs(cachedTokens: cachedTokens, newTokens: t)
             let roofline = max(bytes / (readGBps * 1e9), flops / (sgemmPeak * 1e9))
+            // As for decode: against the read ceiling measured just before, pair by pair (the
+            // run's best read, taken minutes earlier, moved these ratios by a fifth on a noisy host).
+            let pairs = (0 ..< max(2 * repeats, 3)).map { _ in
+                let read = Double(Self.streamBytes) / readSeconds(probe) / 1e9
+                cache.truncate(to: cachedTokens)
+                let pass = seconds { _ = try? model.forward(tokens, cache: cache) }
+                return (read: read, ratio: pass / max(bytes / (read * 1e9), flops / (sgemmPeak * 1e9)))
+            }
             let steps = breakdown ? KernelBreakdown(repeats: repeats).measure(weights, tokens: t, cachedTokens: cachedTokens) : nil
             return .init(cached_tokens: cachedTokens, new_tokens: t, ms: best * 1000, bytes_streamed: bytes, gflop: flops / 1e9,
-                         roofline_ms: roofline * 1000, ratio_to_roofline: best / roofline, breakdown: steps)
+                         roofline_ms: roofline * 1000, ratio_to_roofline: best / roofline,
+                         paired_read_gbps: Self.median(pairs.map(\.read)), paired_ratio_to_roofline: Self.median(pairs.map(\.ratio)),
+                         breakdown: steps)
         }
     }
 }

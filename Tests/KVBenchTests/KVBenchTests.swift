@@ -111,7 +111,7 @@ struct KVBenchTests {
         let incremental = try #require(models[0]["incremental"] as? [[String: Any]])
         #expect(incremental.map { $0["new_tokens"] as? Int } == [1, 4] && incremental.allSatisfy { $0["cached_tokens"] as? Int == 100 })
         for row in incremental {
-            for key in ["ms", "bytes_streamed", "gflop", "roofline_ms", "ratio_to_roofline"] {
+            for key in ["ms", "bytes_streamed", "gflop", "roofline_ms", "ratio_to_roofline", "paired_read_gbps", "paired_ratio_to_roofline"] {
                 #expect((row[key] as? Double ?? 0) > 0, "\(key)")
             }
             #expect((row["breakdown"] as? [[String: Any]])?.count == 9)
