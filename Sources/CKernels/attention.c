@@ -351,7 +351,7 @@ static void attend_tile(const float *stacked, ptrdiff_t rows, ptrdiff_t position
 
 void kv_attend_keys(const float *q, ptrdiff_t ldq, ptrdiff_t positions, ptrdiff_t group, ptrdiff_t kvHeads,
                     ptrdiff_t headDim, ptrdiff_t firstPosition, const float *k, const float *v, ptrdiff_t ldkv,
-                    ptrdiff_t from, ptrdiff_t to, ptrdiff_t tile, float scale, float *work, float *stats,
+                    ptrdiff_t from, ptrdiff_t to, ptrdiff_t through, ptrdiff_t tile, float scale, float *work, float *stats,
                     ptrdiff_t statsHeadStride, float *o, ptrdiff_t ldo, ptrdiff_t oHeadStride) {
     ptrdiff_t rows = group * positions;
     float *scores = work + kvHeads * rows * headDim, *transposed = scores + rows * tile;
@@ -365,7 +365,7 @@ void kv_attend_keys(const float *q, ptrdiff_t ldq, ptrdiff_t positions, ptrdiff_
             memset(o + h * oHeadStride + r * ldo, 0, (size_t)headDim * sizeof(float));
         }
     for (ptrdiff_t start = from; start < to; start += tile) {   // each tile's rows are read whole, for every head
-        ptrdiff_t n = to - start < tile ? to - start : tile, following = to - start - n < tile ? to - start - n : tile;
+        ptrdiff_t n = to - start < tile ? to - start : tile, following = through - start - n < tile ? through - start - n : tile;
         // The next tile's key and value rows (whole rows: every head's columns) stream in while
         // this one computes, each head taking its share.
         ptrdiff_t bytes = following * ldkv * (ptrdiff_t)sizeof(float), share = (bytes + kvHeads - 1) / kvHeads;

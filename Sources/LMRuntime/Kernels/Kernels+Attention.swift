@@ -128,9 +128,9 @@ extension Kernels {
 
     /// Attention for at most ``fewQueryLimit`` queries: the visible keys are cut into up to
     /// ``attentionParts`` runs of whole ``fewQueryKeyTile`` tiles; each part runs ``kv_attend_keys``
-    /// for every K/V head on any worker (reading its key and value rows whole, once, and
-    /// prefetching the next tile's rows while it computes), then each head's parts are merged in
-    /// order. The cut depends on the key count only.
+    /// for every K/V head (reading its key and value rows whole, once, and prefetching the next
+    /// tile's rows while it computes), each worker taking a run of consecutive parts, then each
+    /// head's parts are merged in order. The cut depends on the key count only.
     private static func attendFew(queries: Matrix, keys: Matrix, values: Matrix, output: Matrix,
                                   scratch: AttentionScratch, group: Int, kvHeadCount: Int) {
         let t = queries.rows, headDim = queries.cols / (group * kvHeadCount), rows = group * t
@@ -143,11 +143,14 @@ extension Kernels {
         let partRows = scratch.rowsPerPart, headRows = attentionParts * partRows   // scratch rows per part, per head
         let scale = 1 / Float(headDim).squareRoot()
         precondition(keys.rowStride == values.rowStride, "keys and values must share a row stride")
+        func start(_ part: Int) -> Int { min(keys.rows, part * tiles / parts * fewQueryKeyTile) }
         parallelWorkers(workers) { worker in
-            for part in stride(from: worker, to: parts, by: workers) {
-                let from = part * tiles / parts * fewQueryKeyTile, to = min(keys.rows, (part + 1) * tiles / parts * fewQueryKeyTile)
+            // A worker's parts are consecutive, so each part's last tile prefetches the next one's first.
+            let mine = worker * parts / workers ..< (worker + 1) * parts / workers
+            for part in mine {
                 kv_attend_keys(queries.base, queries.rowStride, t, group, kvHeadCount, headDim, keys.rows - t,
-                               keys.base, values.base, keys.rowStride, from, to, fewQueryKeyTile,
+                               keys.base, values.base, keys.rowStride, start(part), start(part + 1), start(mine.upperBound),
+                               fewQueryKeyTile,
                                scale, scratch.partWork.row(worker).base,
                                scratch.partStats.base + part * partRows * 2, headRows * 2,
                                scratch.partOutputs.base + part * partRows * headDim, headDim, headRows * headDim)
