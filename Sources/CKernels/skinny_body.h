@@ -154,18 +154,35 @@ SKINNY_FN void SKINNY_NAME(tile4x1)(const float *x, const SKINNY_W *w, ptrdiff_t
 
 // Decode, eight weight rows at a time: eight independent FMA chains and eight streams in flight,
 // which hides DRAM latency better than four (each row's arithmetic is unchanged). Row pointers and
-// accumulators are named, not indexed: clang then keeps all eight in registers with plain
-// addressing (about 8% faster on half weights than the loop over an array).
+// accumulators are named, not indexed. Float weights: the loop holds nothing else, so every load
+// addresses its row's own register plus the index. With a software prefetch in the loop clang ran
+// out of registers and derived each row's address from the previous one's, a chain of adds in
+// front of every load: two cores then streamed 25-26 GB/s from DRAM against 26-28 without it
+// (Zen 1, 2 MiB pages; the prefetch itself changed nothing). Half weights, which convert every
+// load and so keep fewer misses in flight, still gain from prefetching `prefetch` rows ahead
+// (decode on `base` about 8% faster with it).
+#if SKINNY_CONVERTS
 SKINNY_FN void SKINNY_NAME(tile8x1)(const float *x, const SKINNY_W *w, ptrdiff_t ldw, ptrdiff_t k, float *y,
                                     float alpha, float beta, int prefetch) {
+#else
+SKINNY_FN __attribute__((noinline)) void SKINNY_NAME(tile8x1)(const float *x, const SKINNY_W *w, ptrdiff_t ldw, ptrdiff_t k,
+                                                              float *y, float alpha, float beta, int prefetch) {
+    (void)prefetch;
+#endif
     ptrdiff_t end = k - k % 8;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
     const SKINNY_W *w0 = w, *w1 = w0 + ldw, *w2 = w1 + ldw, *w3 = w2 + ldw, *w4 = w3 + ldw, *w5 = w4 + ldw,
                    *w6 = w5 + ldw, *w7 = w6 + ldw;
+#if !SKINNY_CONVERTS
+    // Opaque to the optimiser: otherwise clang re-derives each row's address from the last one's.
+    __asm__("" : "+r"(w1), "+r"(w2), "+r"(w3), "+r"(w4), "+r"(w5), "+r"(w6), "+r"(w7));
+#endif
     for (ptrdiff_t i = 0; i < end; i += 8) {
         __m256 v = _mm256_loadu_ps(x + i);
+#if SKINNY_CONVERTS
         if (prefetch && (i & (64 / sizeof(SKINNY_W) - 1)) == 0)   // once per cache line of each row
             for (int n = 0; n < 8; n++) _mm_prefetch((const char *)(w + (prefetch + n) * ldw + i), _MM_HINT_T0);
+#endif
         a0 = _mm256_fmadd_ps(v, SKINNY_LOAD8(w0 + i), a0);
         a1 = _mm256_fmadd_ps(v, SKINNY_LOAD8(w1 + i), a1);
         a2 = _mm256_fmadd_ps(v, SKINNY_LOAD8(w2 + i), a2);

@@ -42,12 +42,17 @@ public final class FloatBuffer: @unchecked Sendable {
     /// - Throws: ``RuntimeError/allocationFailed(bytes:)`` as ``init(checkedCount:)``.
     package init(uninitializedCount count: Int) throws {
         let (bytes, overflow) = max(count, 1).multipliedReportingOverflow(by: MemoryLayout<Float>.stride)
-        guard count >= 0, !overflow, let raw = malloc(bytes) else {
-            throw RuntimeError.allocationFailed(bytes: overflow || count < 0 ? .max : bytes)
+        guard count >= 0, !overflow else { throw RuntimeError.allocationFailed(bytes: .max) }
+        if bytes >= LargeMapping.threshold {   // streamed storage: huge pages where offered
+            guard let mapping = LargeMapping.map(bytes) else { throw RuntimeError.allocationFailed(bytes: bytes) }
+            base = mapping.base.bindMemory(to: Float.self, capacity: count)
+            mappedByteCount = mapping.length
+        } else {
+            guard let raw = malloc(bytes) else { throw RuntimeError.allocationFailed(bytes: bytes) }
+            base = raw.bindMemory(to: Float.self, capacity: max(count, 1))
+            mappedByteCount = 0
         }
-        base = raw.bindMemory(to: Float.self, capacity: max(count, 1))
         self.count = count
-        mappedByteCount = 0
     }
 
     /// Allocates `count` floats, unspecified until written, as a private page-aligned mapping of
@@ -73,7 +78,8 @@ public final class FloatBuffer: @unchecked Sendable {
         if mappedByteCount > 0 { munmap(base, mappedByteCount) } else { free(base) }
     }
 
-    /// Bytes of the buffer's own mapping (``init(pageMappedCount:)``); 0 for malloc'd storage.
+    /// Bytes of the buffer's own mapping (``init(pageMappedCount:)``, or a ``LargeMapping`` for
+    /// large buffers); 0 for malloc'd storage.
     let mappedByteCount: Int
 
     /// Reads or writes one element.

@@ -11,14 +11,25 @@ final class HalfBuffer: @unchecked Sendable {
     /// - Throws: ``RuntimeError/allocationFailed(bytes:)`` when the size is impossible or `malloc` fails.
     init(checkedCount count: Int) throws {
         let (bytes, overflow) = max(count, 1).multipliedReportingOverflow(by: MemoryLayout<UInt16>.stride)
-        guard count >= 0, !overflow, let raw = calloc(bytes, 1) else {
-            throw RuntimeError.allocationFailed(bytes: overflow || count < 0 ? .max : bytes)
+        guard count >= 0, !overflow else { throw RuntimeError.allocationFailed(bytes: .max) }
+        if bytes >= LargeMapping.threshold {   // streamed weights: huge pages where offered (zeroed by the system)
+            guard let mapping = LargeMapping.map(bytes) else { throw RuntimeError.allocationFailed(bytes: bytes) }
+            base = mapping.base.bindMemory(to: UInt16.self, capacity: count)
+            mappedByteCount = mapping.length
+        } else {
+            guard let raw = calloc(bytes, 1) else { throw RuntimeError.allocationFailed(bytes: bytes) }
+            base = raw.bindMemory(to: UInt16.self, capacity: max(count, 1))
+            mappedByteCount = 0
         }
-        base = raw.bindMemory(to: UInt16.self, capacity: max(count, 1))
         self.count = count
     }
 
-    deinit { free(base) }
+    /// Bytes of the buffer's own mapping (large buffers); 0 for calloc'd storage.
+    private let mappedByteCount: Int
+
+    deinit {
+        if mappedByteCount > 0 { munmap(base, mappedByteCount) } else { free(base) }
+    }
 
     /// The bits of half `index`.
     subscript(index: Int) -> UInt16 {
