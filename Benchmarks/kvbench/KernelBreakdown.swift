@@ -37,7 +37,7 @@ struct KernelBreakdown {
         for (i, m) in [x, queries, gateUp].enumerated() { Kernels.fillUniform(m, seed: UInt64(i + 1), scale: 1) }
         let scratch = AttentionScratch(headCount: c.headCount, kvHeadCount: c.kvHeadCount, headDim: c.headDim,
                                        contextLength: p + n, workers: Kernels.workerCount)
-        let h = c.weightPrecision == .f16 ? HalfScratch(width: max(c.dim, c.hiddenDim)) : nil   // as the transformer's
+        let h = HalfScratch.needed(for: weights, maxBatch: n)   // as the transformer's
         func steps(_ l: Int) -> [(String, () -> Void)] {
             let layer = weights.layers[l], allKeys = cache[l].keys, allValues = cache[l].values
             let keys = allKeys.rows(p ..< p + n), values = allValues.rows(p ..< p + n)

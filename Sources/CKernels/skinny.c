@@ -51,6 +51,20 @@ __attribute__((constructor)) static void read_prefetch_env(void) {
     if (v) kv_prefetch_rows = atoi(v);
 }
 
+#define KV_PACK_GROUP 4
+
+_Static_assert(KV_PACK_GROUP == 4, "tiles of four rows must each fill one packed group");
+
+ptrdiff_t kv_pack_group(void) { return KV_PACK_GROUP; }
+
+// Plain rows: row n at w + n * ldw.
+#define SKINNY_PACKED 0
+#define SKINNY_GROUP 1
+#define SKINNY_ROW(w, n, ldw) ((w) + (n) * (ldw))
+#define SKINNY_NEXTROW(ldw) (ldw)
+#define SKINNY_AT(row, i) ((row) + (i))
+#define SKINNY_TAILROW(w, n, ldw, k) ((w) + (n) * (ldw))
+
 #define SKINNY_W float
 #define SKINNY_NAME(n) n##_f32
 #define SKINNY_SCALAR(p) (*(p))
@@ -58,6 +72,31 @@ __attribute__((constructor)) static void read_prefetch_env(void) {
 #define SKINNY_TAIL(p) (*(p))
 #define SKINNY_TARGET "avx2,fma"
 #define SKINNY_CONVERTS 0
+#include "skinny_body.h"
+#undef SKINNY_NAME
+#define SKINNY_NAME(n) n##_f32_packed
+#undef SKINNY_PACKED
+#undef SKINNY_GROUP
+#undef SKINNY_NEXTROW
+#undef SKINNY_ROW
+#undef SKINNY_AT
+#undef SKINNY_TAILROW
+
+// Packed rows (kv_pack8_f32): the group of G = KV_PACK_GROUP rows holding row n starts at
+// w + (n & ~(G-1)) * ldw (ldw == k); its chunk c holds the G rows' elements 8c ..< 8c+8, row after
+// row, and the rows' last k % 8 elements follow. Groups of four: a tile of four rows (every tile of
+// several activation rows) then reads one contiguous run, and the eight-row decode tile two runs
+// side by side. Measured on Zen 1, two cores streaming 400 MB: one activation row 28 GB/s packed
+// by four against 25 plain (the plain streaming sum: 28-29); 2-16 rows even with plain rows.
+// Groups of eight made decode one run too, but left tiles of four rows reading half of every
+// chunk, 5-15% slower for 4-16 rows.
+#define SKINNY_PACKED 1
+#define SKINNY_GROUP KV_PACK_GROUP
+#define SKINNY_ROW(w, n, ldw) ((w) + ((n) & ~(ptrdiff_t)(KV_PACK_GROUP - 1)) * (ldw) + ((n) & (KV_PACK_GROUP - 1)) * 8)
+#define SKINNY_NEXTROW(ldw) 8
+#define SKINNY_AT(row, i) ((row) + (i) * KV_PACK_GROUP)
+#define SKINNY_TAILROW(w, n, ldw, k) ((w) + ((n) & ~(ptrdiff_t)(KV_PACK_GROUP - 1)) * (ldw) \
+    + (KV_PACK_GROUP - 1) * ((k) - (k) % 8) + ((n) & (KV_PACK_GROUP - 1)) * ((k) % 8))
 #include "skinny_body.h"
 #undef SKINNY_W
 #undef SKINNY_NAME
@@ -68,12 +107,27 @@ __attribute__((constructor)) static void read_prefetch_env(void) {
 #undef SKINNY_CONVERTS
 
 #define SKINNY_W uint16_t
-#define SKINNY_NAME(n) n##_f16
+#define SKINNY_NAME(n) n##_f16_packed
 #define SKINNY_SCALAR(p) kv_half_to_float(*(p))
 #define SKINNY_LOAD8(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
 #define SKINNY_TAIL(p) _cvtsh_ss(*(p))
 #define SKINNY_TARGET "avx2,fma,f16c"
 #define SKINNY_CONVERTS 1
+#include "skinny_body.h"
+#undef SKINNY_NAME
+#define SKINNY_NAME(n) n##_f16
+#undef SKINNY_PACKED
+#undef SKINNY_GROUP
+#undef SKINNY_NEXTROW
+#undef SKINNY_ROW
+#undef SKINNY_AT
+#undef SKINNY_TAILROW
+#define SKINNY_PACKED 0
+#define SKINNY_GROUP 1
+#define SKINNY_ROW(w, n, ldw) ((w) + (n) * (ldw))
+#define SKINNY_NEXTROW(ldw) (ldw)
+#define SKINNY_AT(row, i) ((row) + (i))
+#define SKINNY_TAILROW(w, n, ldw, k) ((w) + (n) * (ldw))
 #include "skinny_body.h"
 
 #if KV_X86
@@ -107,6 +161,19 @@ void kv_skinny_gemm(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const float *
     portable_f32(x, ldx, rows, w, ldw, outputs, k, y, ldy, alpha, beta);
 }
 
+void kv_skinny_gemm_packed_portable(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const float *w, ptrdiff_t outputs,
+                                    ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta) {
+    portable_f32_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta);
+}
+
+void kv_skinny_gemm_packed(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const float *w, ptrdiff_t outputs,
+                           ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta) {
+#if KV_X86
+    if (kv_uses_avx2()) { avx2_f32_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta, NULL, 0); return; }
+#endif
+    portable_f32_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta);
+}
+
 void kv_skinny_gemm_f16_portable(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t ldw,
                                  ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta) {
     portable_f16(x, ldx, rows, w, ldw, outputs, k, y, ldy, alpha, beta);
@@ -120,21 +187,87 @@ void kv_skinny_gemm_f16(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uin
     portable_f16(x, ldx, rows, w, ldw, outputs, k, y, ldy, alpha, beta);
 }
 
+void kv_skinny_gemm_f16_packed_portable(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w,
+                                        ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta) {
+    portable_f16_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta);
+}
+
+void kv_skinny_gemm_f16_packed(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t outputs,
+                               ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta) {
+#if KV_X86
+    if (has_f16c) { avx2_f16_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta, NULL, 0); return; }
+#endif
+    portable_f16_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta);
+}
+
 void kv_skinny_gemm_f16_chunked(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t ldw,
                                 ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta,
-                                float *scratch, ptrdiff_t ldscratch, ptrdiff_t chunkRows) {
+                                float *scratch, ptrdiff_t ldscratch, ptrdiff_t chunkRows, int packed) {
     for (ptrdiff_t first = 0; first < outputs; first += chunkRows) {
         ptrdiff_t n = outputs - first < chunkRows ? outputs - first : chunkRows;
-        for (ptrdiff_t r = 0; r < n; r++) kv_halfs_to_floats(scratch + r * ldscratch, w + (first + r) * ldw, k);
+        // A packed chunk (whole groups of rows) is one contiguous run, converted as such.
+        if (packed) kv_halfs_to_floats(scratch, w + first * k, n * k);
+        else for (ptrdiff_t r = 0; r < n; r++) kv_halfs_to_floats(scratch + r * ldscratch, w + (first + r) * ldw, k);
         ptrdiff_t following = outputs - first - n < chunkRows ? outputs - first - n : chunkRows;
 #if KV_X86
         if (kv_uses_avx2()) {   // the next chunk's halfs stream in while this one is multiplied
-            avx2_f32(x, ldx, rows, scratch, ldscratch, n, k, y + first, ldy, alpha, beta,
-                     (const char *)(w + (first + n) * ldw), following * ldw * (ptrdiff_t)sizeof(uint16_t));
+            const char *next = (const char *)(w + (first + n) * ldw);
+            ptrdiff_t nextBytes = following * ldw * (ptrdiff_t)sizeof(uint16_t);
+            if (packed) avx2_f32_packed(x, ldx, rows, scratch, k, n, k, y + first, ldy, alpha, beta, next, nextBytes);
+            else avx2_f32(x, ldx, rows, scratch, ldscratch, n, k, y + first, ldy, alpha, beta, next, nextBytes);
             continue;
         }
 #endif
-        portable_f32(x, ldx, rows, scratch, ldscratch, n, k, y + first, ldy, alpha, beta);
+        if (packed) portable_f32_packed(x, ldx, rows, scratch, k, n, k, y + first, ldy, alpha, beta);
+        else portable_f32(x, ldx, rows, scratch, ldscratch, n, k, y + first, ldy, alpha, beta);
+    }
+}
+
+// Packing moves elements within each group of KV_PACK_GROUP rows; `elementSize` bytes per element.
+static void pack8(char *w, ptrdiff_t rows, ptrdiff_t k, size_t elementSize, char *group) {
+    const ptrdiff_t G = KV_PACK_GROUP;
+    ptrdiff_t end = k - k % 8, tail = k % 8;
+    for (ptrdiff_t g = 0; g < rows; g += G) {
+        char *base = w + (size_t)(g * k) * elementSize;
+        memcpy(group, base, (size_t)(G * k) * elementSize);
+        for (ptrdiff_t r = 0; r < G; r++) {
+            const char *row = group + (size_t)(r * k) * elementSize;
+            for (ptrdiff_t c = 0; c < end; c += 8)
+                memcpy(base + (size_t)(c * G + r * 8) * elementSize, row + (size_t)c * elementSize, 8 * elementSize);
+            memcpy(base + (size_t)(G * end + r * tail) * elementSize, row + (size_t)end * elementSize, (size_t)tail * elementSize);
+        }
+    }
+}
+
+void kv_pack8_f32(float *w, ptrdiff_t rows, ptrdiff_t k, float *group) {
+    pack8((char *)w, rows, k, sizeof(float), (char *)group);
+}
+
+void kv_pack8_f16(uint16_t *w, ptrdiff_t rows, ptrdiff_t k, uint16_t *group) {
+    pack8((char *)w, rows, k, sizeof(uint16_t), (char *)group);
+}
+
+ptrdiff_t kv_packed_index(ptrdiff_t n, ptrdiff_t i, ptrdiff_t k) {
+    const ptrdiff_t G = KV_PACK_GROUP;
+    ptrdiff_t end = k - k % 8, group = (n & ~(G - 1)) * k, r = n & (G - 1);
+    return i < end ? group + (i - i % 8) * G + r * 8 + i % 8 : group + G * end + r * (k % 8) + (i - end);
+}
+
+void kv_unpack8_f32(float *dst, ptrdiff_t ldd, const float *w, ptrdiff_t first, ptrdiff_t rows, ptrdiff_t k) {
+    ptrdiff_t end = k - k % 8;
+    for (ptrdiff_t n = first; n < first + rows; n++) {
+        float *out = dst + (n - first) * ldd;
+        for (ptrdiff_t c = 0; c < end; c += 8) memcpy(out + c, w + kv_packed_index(n, c, k), 8 * sizeof(float));
+        if (end < k) memcpy(out + end, w + kv_packed_index(n, end, k), (size_t)(k - end) * sizeof(float));
+    }
+}
+
+void kv_unpack8_f16(float *dst, ptrdiff_t ldd, const uint16_t *w, ptrdiff_t first, ptrdiff_t rows, ptrdiff_t k) {
+    ptrdiff_t end = k - k % 8;
+    for (ptrdiff_t n = first; n < first + rows; n++) {
+        float *out = dst + (n - first) * ldd;
+        for (ptrdiff_t c = 0; c < end; c += 8) kv_halfs_to_floats(out + c, w + kv_packed_index(n, c, k), 8);
+        if (end < k) kv_halfs_to_floats(out + end, w + kv_packed_index(n, end, k), k - end);
     }
 }
 

@@ -44,9 +44,32 @@ void kv_skinny_gemm_f16(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uin
 /// (floats, rows `ldscratch` apart, at least `k` wide): the same arithmetic as kv_skinny_gemm on the
 /// converted weights, each weight row converted once however many activation rows there are, and
 /// the next chunk's halfs prefetched while the current one is multiplied.
+/// With `packed`, `w` is packed (kv_pack8_f16, ldw == k), chunkRows a multiple of G, and each chunk
+/// is converted into `scratch` packed, k floats per row.
 void kv_skinny_gemm_f16_chunked(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t ldw,
                                 ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta,
-                                float *scratch, ptrdiff_t ldscratch, ptrdiff_t chunkRows);
+                                float *scratch, ptrdiff_t ldscratch, ptrdiff_t chunkRows, int packed);
+
+/// Weights packed for streaming (kv_pack8_f32): rows in groups of G = kv_pack_group() (rows a
+/// multiple of G), each group stored as its k/8 chunks, chunk c holding the G rows' elements
+/// 8c ..< 8c+8 row after row, then the G rows' last k % 8 elements row after row. A group is Gk
+/// contiguous elements that a tile reads front to back as one stream, where plain rows make one
+/// stream per row, k elements apart. Every output element gets the same arithmetic as on plain rows.
+void kv_skinny_gemm_packed(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const float *w, ptrdiff_t outputs,
+                           ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
+/// kv_skinny_gemm_f16 on packed half weights.
+void kv_skinny_gemm_f16_packed(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t outputs,
+                               ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
+/// Packs `rows` (a multiple of G) dense rows of k elements in place; `group` holds Gk elements.
+void kv_pack8_f32(float *w, ptrdiff_t rows, ptrdiff_t k, float *group);
+void kv_pack8_f16(uint16_t *w, ptrdiff_t rows, ptrdiff_t k, uint16_t *group);
+/// Rows per packing group (4).
+ptrdiff_t kv_pack_group(void);
+/// Where element (n, i) of a packed matrix with k columns lives.
+ptrdiff_t kv_packed_index(ptrdiff_t n, ptrdiff_t i, ptrdiff_t k);
+/// Rows first ..< first+rows of packed `w` (k columns) as plain float rows, ldd apart, into dst.
+void kv_unpack8_f32(float *dst, ptrdiff_t ldd, const float *w, ptrdiff_t first, ptrdiff_t rows, ptrdiff_t k);
+void kv_unpack8_f16(float *dst, ptrdiff_t ldd, const uint16_t *w, ptrdiff_t first, ptrdiff_t rows, ptrdiff_t k);
 /// dst[i] = the float value of IEEE half src[i], for i < n (exact).
 void kv_halfs_to_floats(float *dst, const uint16_t *src, ptrdiff_t n);
 /// The float value of IEEE half h (exact; NaN payloads kept).
@@ -101,6 +124,10 @@ void kv_skinny_gemm_portable(const float *x, ptrdiff_t ldx, ptrdiff_t rows, cons
                              ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
 void kv_skinny_gemm_f16_portable(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t ldw,
                                  ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
+void kv_skinny_gemm_packed_portable(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const float *w, ptrdiff_t outputs,
+                                    ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
+void kv_skinny_gemm_f16_packed_portable(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w,
+                                        ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
 void kv_halfs_to_floats_portable(float *dst, const uint16_t *src, ptrdiff_t n);
 void kv_attention_scores_portable(const float *q, ptrdiff_t ldq, ptrdiff_t rows, const float *k, ptrdiff_t ldk,
                                   ptrdiff_t n, ptrdiff_t d, float *s, ptrdiff_t lds, float scale);

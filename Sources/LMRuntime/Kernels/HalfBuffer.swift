@@ -89,6 +89,16 @@ package struct HalfScratch: Sendable {
         blocks = .zeros(rows: Kernels.workerCount * Kernels.halfBlockRows, cols: width)
     }
 
+    /// The blocks a transformer with passes of up to `maxBatch` tokens over `weights` needs, or
+    /// nil: half weights convert from ``Kernels/halfConversionRows`` rows on, and packed weights
+    /// unpack for sgemm beyond ``Kernels/skinnyRowLimit`` rows.
+    package static func needed(for weights: ModelWeights, maxBatch: Int) -> HalfScratch? {
+        let c = weights.config
+        let half = c.weightPrecision == .f16 && maxBatch >= Kernels.halfConversionRows
+        let packed = weights.hasPackedWeights && maxBatch > Kernels.skinnyRowLimit
+        return half || packed ? HalfScratch(width: max(c.dim, c.hiddenDim)) : nil
+    }
+
     /// The block of band `band`.
     func block(_ band: Int) -> Matrix {
         blocks.rows(band * Kernels.halfBlockRows ..< (band + 1) * Kernels.halfBlockRows)

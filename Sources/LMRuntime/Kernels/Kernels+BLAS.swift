@@ -77,35 +77,54 @@ package enum Kernels {
     static func singleThreadMatmul(_ a: Matrix, transposed b: WeightMatrix, into c: Matrix, alpha: Float, beta: Float,
                                    block: Matrix?) {
         guard a.rows > 0, b.rows > 0 else { return }
-        switch b.storage {
-        case let .f32(w):
+        switch (b.storage, b.packed) {
+        case let (.f32(w), false):
             if a.rows <= skinnyRowLimit {
                 kv_skinny_gemm(a.base, a.rowStride, a.rows, w.base, w.rowStride, w.rows, a.cols, c.base, c.rowStride, alpha, beta)
             } else {
                 sgemm(a, transposed: w, into: c, alpha: alpha, beta: beta)
             }
-        case let .f16(w):
+        case let (.f32(w), true):
+            // sgemm needs plain rows: many activation rows unpack a block of weight rows at a time.
+            guard a.rows > skinnyRowLimit, let block else {
+                kv_skinny_gemm_packed(a.base, a.rowStride, a.rows, w.base, w.rows, a.cols, c.base, c.rowStride, alpha, beta)
+                return
+            }
+            blockedSGEMM(a, transposed: b, into: c, alpha: alpha, beta: beta, block: block)
+        case let (.f16(w), packed):
             // One to three rows: convert in registers. More: each weight row would be converted once
             // per tile of rows, so convert a chunk of rows once into the block and run the float
             // kernels on it (the skinny kernel gives the same bits either way; sgemm for many rows).
             guard a.rows >= halfConversionRows, let block else {
-                kv_skinny_gemm_f16(a.base, a.rowStride, a.rows, w.base, w.rowStride, w.rows, a.cols, c.base, c.rowStride, alpha, beta)
+                if packed {
+                    kv_skinny_gemm_f16_packed(a.base, a.rowStride, a.rows, w.base, w.rows, a.cols, c.base, c.rowStride, alpha, beta)
+                } else {
+                    kv_skinny_gemm_f16(a.base, a.rowStride, a.rows, w.base, w.rowStride, w.rows, a.cols, c.base, c.rowStride,
+                                       alpha, beta)
+                }
                 return
             }
             precondition(block.cols >= w.cols, "half conversion block too narrow")
-            if a.rows <= skinnyRowLimit {   // chunks that stay in L1 (about 16 KB), the next one prefetched meanwhile
-                let chunk = min(block.rows, max(4, 4096 / w.cols / 4 * 4))
+            if a.rows <= skinnyRowLimit {   // chunks that stay in L1 (about 16 KB; whole groups when packed), the next one prefetched meanwhile
+                let group = packed ? WeightMatrix.packGroup : 4
+                let chunk = min(block.rows, max(group, 4096 / w.cols / group * group))
                 kv_skinny_gemm_f16_chunked(a.base, a.rowStride, a.rows, w.base, w.rowStride, w.rows, a.cols, c.base, c.rowStride,
-                                           alpha, beta, block.base, block.rowStride, chunk)
+                                           alpha, beta, block.base, block.rowStride, chunk, packed ? 1 : 0)
                 return
             }
-            for first in stride(from: 0, to: w.rows, by: block.rows) {   // sgemm gets whole blocks, which it packs
-                let rows = min(block.rows, w.rows - first), converted = block.rows(0 ..< rows).columns(0 ..< w.cols)
-                for r in 0 ..< rows {
-                    kv_halfs_to_floats(converted.base + r * converted.rowStride, w.base + (first + r) * w.rowStride, w.cols)
-                }
-                sgemm(a, transposed: converted, into: c.columns(first ..< first + rows), alpha: alpha, beta: beta)
-            }
+            blockedSGEMM(a, transposed: b, into: c, alpha: alpha, beta: beta, block: block)
+        }
+    }
+
+    /// sgemm over `b` a block of rows at a time, each block written to `block` as plain float32
+    /// rows first (converted from half, unpacked): sgemm gets whole blocks, which it packs.
+    private static func blockedSGEMM(_ a: Matrix, transposed b: WeightMatrix, into c: Matrix, alpha: Float, beta: Float,
+                                     block: Matrix) {
+        precondition(block.cols >= b.cols, "conversion block too narrow")
+        for first in stride(from: 0, to: b.rows, by: block.rows) {
+            let rows = min(block.rows, b.rows - first), plain = block.rows(0 ..< rows).columns(0 ..< b.cols)
+            unpack(b, rows: first ..< first + rows, into: plain.base, rowStride: plain.rowStride)
+            sgemm(a, transposed: plain, into: c.columns(first ..< first + rows), alpha: alpha, beta: beta)
         }
     }
 

@@ -103,6 +103,10 @@ extension Kernels {
     /// half rounds to nearest (ties to even), half to float32 is exact.
     package static func convert(_ source: WeightMatrix, into destination: WeightMatrix) {
         precondition(source.rows == destination.rows && source.cols == destination.cols, "convert shape mismatch")
+        // Packed matrices are dense and packing depends on the shape only, so two packed matrices
+        // of one shape hold each element at the same offset: row r's offsets r*cols ..< (r+1)*cols
+        // convert position by position like plain rows.
+        precondition(source.packed == destination.packed, "convert between layouts")
         parallelBands(source.rows, minimumPerBand: 64) { rows in
             for r in rows {
                 switch (source.storage, destination.storage) {
@@ -122,6 +126,7 @@ extension Kernels {
 
     /// Copies rows `ids` of `table` into consecutive rows of `out` as float32 (the embedding lookup).
     package static func gatherRows(_ table: WeightMatrix, ids: ArraySlice<Int>, into out: Matrix) {
+        precondition(!table.packed, "an embedding table keeps plain rows")
         switch table.storage {
         case let .f32(m): gatherRows(m, ids: ids, into: out)
         case let .f16(m):

@@ -13,8 +13,33 @@ public struct WeightMatrix: Sendable {
 
     let storage: Storage
 
-    init(_ matrix: Matrix) { storage = .f32(matrix) }
-    init(_ matrix: HalfMatrix) { storage = .f16(matrix) }
+    /// Whether the rows are packed for streaming (``Kernels/pack(_:)``): in groups of
+    /// ``packGroup``, interleaved by eight-element chunks, so the kernels read each group as one
+    /// contiguous run. Packed views start and end on a group boundary and are dense (row stride == cols).
+    let packed: Bool
+
+    init(_ matrix: Matrix, packed: Bool = false) { storage = .f32(matrix); self.packed = packed }
+    init(_ matrix: HalfMatrix, packed: Bool = false) { storage = .f16(matrix); self.packed = packed }
+
+    /// Rows per packing group.
+    static let packGroup = kv_pack_group()
+
+    /// Whether a matrix of this shape can be packed: whole groups of rows, stored densely.
+    var isPackable: Bool {
+        guard !packed, rows > 0, rows % Self.packGroup == 0 else { return false }
+        switch storage { case let .f32(m): return m.rowStride == m.cols; case let .f16(m): return m.rowStride == m.cols }
+    }
+
+    /// The same storage read as `packed` or plain rows, data untouched (for zeroed storage,
+    /// which reads the same either way).
+    func relabeled(packed: Bool) -> WeightMatrix {
+        switch storage { case let .f32(m): WeightMatrix(m, packed: packed); case let .f16(m): WeightMatrix(m, packed: packed) }
+    }
+
+    /// Where element (`row`, `col`) lives, as an offset from element (0, 0).
+    private func offset(_ row: Int, _ col: Int, rowStride: Int) -> Int {
+        packed ? kv_packed_index(row, col, cols) : row * rowStride + col
+    }
 
     /// Row count (outputs).
     public var rows: Int {
@@ -31,45 +56,43 @@ public struct WeightMatrix: Sendable {
         switch storage { case .f32: .f32; case .f16: .f16 }
     }
 
-    /// The rows in `range`, all columns (same storage).
+    /// The rows in `range`, all columns (same storage). On packed rows the range must start and
+    /// end on a group boundary (``packGroup``).
     public func rows(_ range: Range<Int>) -> WeightMatrix {
+        precondition(!packed || (range.lowerBound % Self.packGroup == 0 && range.count % Self.packGroup == 0),
+                     "a packed weight matrix splits only between groups of \(Self.packGroup) rows")
         switch storage {
-        case let .f32(m): WeightMatrix(m.rows(range))
-        case let .f16(m): WeightMatrix(m.rows(range))
+        case let .f32(m): return WeightMatrix(m.rows(range), packed: packed)
+        case let .f16(m): return WeightMatrix(m.rows(range), packed: packed)
         }
     }
 
-    /// Row `index` as a 1 × cols view.
+    /// Row `index` as a 1 × cols view (plain rows only; use the subscript on packed ones).
     public func row(_ index: Int) -> WeightMatrix { rows(index ..< index + 1) }
 
     /// The float32 value of element (`row`, `col`).
     public subscript(row: Int, col: Int) -> Float {
+        precondition(row >= 0 && row < rows && col >= 0 && col < cols, "index out of bounds")
         switch storage {
-        case let .f32(m): m[row, col]
-        case let .f16(m): kv_half_to_float(m[row, col])
+        case let .f32(m): return m.base[offset(row, col, rowStride: m.rowStride)]
+        case let .f16(m): return kv_half_to_float(m.base[offset(row, col, rowStride: m.rowStride)])
         }
     }
 
     /// The elements' float32 values row by row, as a new array.
     public func toArray() -> [Float] {
-        switch storage {
-        case let .f32(m): return m.toArray()
-        case let .f16(m):
-            var out = [Float](repeating: 0, count: m.rows * m.cols)
-            out.withUnsafeMutableBufferPointer { dst in
-                for r in 0 ..< m.rows {
-                    kv_halfs_to_floats(dst.baseAddress! + r * m.cols, m.base + r * m.rowStride, m.cols)
-                }
-            }
-            return out
+        var out = [Float](repeating: 0, count: rows * cols)
+        out.withUnsafeMutableBufferPointer { dst in
+            if let dst = dst.baseAddress { Kernels.unpack(self, rows: 0 ..< rows, into: dst, rowStride: cols) }
         }
+        return out
     }
 
     /// The float32 matrix itself (no copy), for code that writes weights while loading them.
-    /// - Precondition: the storage is float32 (loaders build float32 weights; see
-    ///   ``ModelWeights/converted(to:memoryLimit:)``).
+    /// - Precondition: the storage is float32 with plain rows (loaders build float32 weights and
+    ///   pack them last; see ``ModelWeights/converted(to:memoryLimit:)``).
     package var floats: Matrix {
-        guard case let .f32(m) = storage else { preconditionFailure("half-precision weights are read-only") }
+        guard case let .f32(m) = storage, !packed else { preconditionFailure("half-precision and packed weights are read-only") }
         return m
     }
 
@@ -81,14 +104,12 @@ public struct WeightMatrix: Sendable {
         return out
     }
 
-    /// The values as a float32 matrix: the view itself for float32 storage, a new dense copy for half.
+    /// The values as a float32 matrix with plain rows: the view itself for plain float32 storage,
+    /// a new dense copy otherwise.
     package func floatMatrix() -> Matrix {
-        switch storage {
-        case let .f32(m): return m
-        case let .f16(m):
-            let out = Matrix.zeros(rows: m.rows, cols: m.cols)
-            for r in 0 ..< m.rows { kv_halfs_to_floats(out.base + r * out.rowStride, m.base + r * m.rowStride, m.cols) }
-            return out
-        }
+        if case let .f32(m) = storage, !packed { return m }
+        let out = Matrix.zeros(rows: rows, cols: cols)
+        Kernels.unpack(self, rows: 0 ..< rows, into: out.base, rowStride: out.rowStride)
+        return out
     }
 }

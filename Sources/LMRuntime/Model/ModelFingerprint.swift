@@ -9,7 +9,8 @@ import Foundation
 /// (SHA-256 at ~1.6 GB/s), paid again at every launch before the first cache hit from disk,
 /// which alone would exceed the relaunch latency the store exists to save. The config (every
 /// dimension, the weight source and seed), the total size, and 65,536 floats spread evenly
-/// over the buffer (every tensor is sampled) tell apart any two models that are not
+/// over the buffer (every tensor is sampled; read as plain rows, so packing for streaming does not
+/// change it) tell apart any two models that are not
 /// byte-identical in all but a vanishing fraction of unsampled weights.
 public struct ModelFingerprint: Hashable, Sendable, CustomStringConvertible {
     /// The 32 digest bytes.
@@ -33,7 +34,7 @@ public struct ModelFingerprint: Hashable, Sendable, CustomStringConvertible {
         var sample = [UInt8]()
         sample.reserveCapacity(4 * samples)
         for i in 0 ..< samples {
-            let bits = floats[i * floats.count / samples].bitPattern
+            let bits = weights.plainBits(at: i * floats.count / samples, inFloats: true)
             for shift in stride(from: 0, to: 32, by: 8) { sample.append(UInt8(truncatingIfNeeded: bits >> shift)) }
         }
         hash.update(data: sample)
@@ -42,7 +43,7 @@ public struct ModelFingerprint: Hashable, Sendable, CustomStringConvertible {
             let halfSamples = min(halfs.count, Self.sampleCount)
             hash.update(data: (0 ..< 8).map { UInt8(truncatingIfNeeded: UInt64(halfs.count) >> (8 * $0)) })
             hash.update(data: (0 ..< halfSamples).flatMap { i -> [UInt8] in
-                let bits = halfs[i * halfs.count / halfSamples]
+                let bits = UInt16(weights.plainBits(at: i * halfs.count / halfSamples, inFloats: false))
                 return [UInt8(truncatingIfNeeded: bits), UInt8(truncatingIfNeeded: bits >> 8)]
             })
         }

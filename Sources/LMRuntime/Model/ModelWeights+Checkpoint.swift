@@ -56,7 +56,7 @@ extension ModelWeights {
         read([weights.finalNorm])
         offset += 4 * c.contextLength * c.headDim             // obsolete cos and sin tables
         if !c.sharedClassifier { read([weights.classifier.floats]) }
-        return weights
+        return weights.finishedLoading()
     }
 
     /// Parses and checks a checkpoint header.

@@ -52,7 +52,7 @@ extension ModelWeights {
                 }
             }
         } catch { throw ModelLoadError.gguf(path: path, error) }
-        return weights
+        return weights.finishedLoading()
     }
 
     /// The model's dimensions from a GGUF file's metadata.

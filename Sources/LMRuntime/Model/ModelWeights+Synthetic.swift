@@ -50,6 +50,6 @@ extension ModelWeights {
         DispatchQueue.concurrentPerform(iterations: work.count) { i in
             Kernels.fillUniform(work[i].0, seed: work[i].1, scale: work[i].2)
         }
-        return weights
+        return weights.finishedLoading()
     }
 }

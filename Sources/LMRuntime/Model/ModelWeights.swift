@@ -1,3 +1,4 @@
+import CKernels
 import Foundation
 
 /// The weights of one transformer block. Shapes are `[rows, cols]`, rows = outputs; the matrices
@@ -95,6 +96,103 @@ public final class ModelWeights: Sendable {
         (ropeCos, ropeSin) = Self.ropeTables(config)
     }
 
+    /// Views over the same buffers (``packedForStreaming()``).
+    private init(config: ModelConfig, tokenEmbedding: WeightMatrix, layers: [LayerWeights], finalNorm: Matrix,
+                 classifier: WeightMatrix, ropeCos: Matrix, ropeSin: Matrix, storage: FloatBuffer, halfStorage: HalfBuffer?) {
+        self.config = config
+        self.tokenEmbedding = tokenEmbedding
+        self.layers = layers
+        self.finalNorm = finalNorm
+        self.classifier = classifier
+        self.ropeCos = ropeCos
+        self.ropeSin = ropeSin
+        self.storage = storage
+        self.halfStorage = halfStorage
+    }
+
+    /// Whether loaders pack the projection matrices for streaming (``Kernels/pack(_:)``). On by
+    /// default; `KVSESSION_PACK=0` keeps plain rows (to compare the two; results are the same bits
+    /// for passes of up to ``Kernels/skinnyRowLimit`` tokens).
+    package static let packsWeights = ProcessInfo.processInfo.environment["KVSESSION_PACK"] != "0"
+
+    /// Whether any projection matrix is packed.
+    package var hasPackedWeights: Bool { classifier.packed || layers.contains { $0.qkv.packed || $0.wo.packed || $0.gateUp.packed || $0.down.packed } }
+
+    /// These weights with each projection matrix packed in place for streaming where its shape
+    /// allows (whole groups of ``WeightMatrix/packGroup`` rows, and so every sub-matrix a view reads, Q/K/V and gate/up,
+    /// too); the embedding, which is gathered by row, stays plain, and so does a classifier that
+    /// shares it. Returns views over the same buffers: `self` must not be used afterwards. The
+    /// loaders call it last (when ``packsWeights``).
+    package func packedForStreaming() -> ModelWeights {
+        let c = config
+        func pack(_ m: WeightMatrix, _ views: Int...) -> WeightMatrix {
+            m.isPackable && views.allSatisfy({ $0 % WeightMatrix.packGroup == 0 }) ? Kernels.pack(m) : m
+        }
+        let packedLayers = layers.map { l in
+            LayerWeights(attentionNorm: l.attentionNorm, qkv: pack(l.qkv, c.dim, c.kvDim), wo: pack(l.wo),
+                         ffnNorm: l.ffnNorm, gateUp: pack(l.gateUp, c.hiddenDim), down: pack(l.down))
+        }
+        return ModelWeights(config: c, tokenEmbedding: tokenEmbedding, layers: packedLayers, finalNorm: finalNorm,
+                            classifier: c.sharedClassifier ? classifier : pack(classifier), ropeCos: ropeCos, ropeSin: ropeSin,
+                            storage: storage, halfStorage: halfStorage)
+    }
+
+    /// The value stored at `index` of ``storage`` (float32 `true`) or ``halfStorage`` (`false`) were
+    /// every matrix in plain rows: packing moves elements only within their matrix, and the
+    /// fingerprint samples plain positions, so it names the weights whatever their layout.
+    func plainBits(at index: Int, inFloats: Bool) -> UInt32 {
+        for m in [classifier, tokenEmbedding] + layers.flatMap({ [$0.qkv, $0.wo, $0.gateUp, $0.down] }) where m.packed {
+            switch m.storage {
+            case let .f32(f) where inFloats && index >= f.offset && index < f.offset + f.rows * f.cols:
+                return m[(index - f.offset) / f.cols, (index - f.offset) % f.cols].bitPattern
+            case let .f16(h) where !inFloats && index >= h.offset && index < h.offset + h.rows * h.cols:
+                return UInt32(h.base[kv_packed_index((index - h.offset) / h.cols, (index - h.offset) % h.cols, h.cols)])
+            default: continue
+            }
+        }
+        return inFloats ? storage[index].bitPattern : UInt32(halfStorage?[index] ?? 0)
+    }
+
+    /// ``packedForStreaming()`` when ``packsWeights``, else `self`.
+    func finishedLoading() -> ModelWeights { Self.packsWeights ? packedForStreaming() : self }
+
+    /// Zeroed weights flagged packed wherever `other`'s are (zeros read the same in either layout).
+    private func laidOut(like other: ModelWeights) -> ModelWeights {
+        func like(_ m: WeightMatrix, _ o: WeightMatrix) -> WeightMatrix {
+            o.packed ? m.relabeled(packed: true) : m
+        }
+        let relaid = zip(layers, other.layers).map { l, o in
+            LayerWeights(attentionNorm: l.attentionNorm, qkv: like(l.qkv, o.qkv), wo: like(l.wo, o.wo),
+                         ffnNorm: l.ffnNorm, gateUp: like(l.gateUp, o.gateUp), down: like(l.down, o.down))
+        }
+        return ModelWeights(config: config, tokenEmbedding: tokenEmbedding, layers: relaid, finalNorm: finalNorm,
+                            classifier: config.sharedClassifier ? classifier : like(classifier, other.classifier),
+                            ropeCos: ropeCos, ropeSin: ropeSin, storage: storage, halfStorage: halfStorage)
+    }
+
+    /// A copy of these weights with plain rows throughout (to compare layouts).
+    package func unpackedCopy() throws -> ModelWeights {
+        let out = try ModelWeights(zeroedFor: config, memoryLimit: .max)
+        func copy(_ from: WeightMatrix, _ to: WeightMatrix) {
+            switch to.storage {
+            case let .f32(m): Kernels.unpack(from, rows: 0 ..< from.rows, into: m.base, rowStride: m.rowStride)
+            case .f16: Kernels.convert(WeightMatrix(from.floatMatrix()), into: to)   // exact: the values are halfs
+            }
+        }
+        copy(tokenEmbedding, out.tokenEmbedding)
+        for (a, b) in zip(layers, out.layers) {
+            Kernels.copy(a.attentionNorm, into: b.attentionNorm)
+            Kernels.copy(a.ffnNorm, into: b.ffnNorm)
+            copy(a.qkv, b.qkv)
+            copy(a.wo, b.wo)
+            copy(a.gateUp, b.gateUp)
+            copy(a.down, b.down)
+        }
+        Kernels.copy(finalNorm, into: out.finalNorm)
+        if !config.sharedClassifier { copy(classifier, out.classifier) }
+        return out
+    }
+
     /// Total bytes of weights.
     public var byteCount: Int { storage.byteCount + (halfStorage?.count ?? 0) * MemoryLayout<UInt16>.stride }
 
@@ -111,7 +209,7 @@ public final class ModelWeights: Sendable {
         guard precision != self.precision else { return self }
         var target = config
         target.weightPrecision = precision
-        let out = try ModelWeights(zeroedFor: target, memoryLimit: memoryLimit)
+        let out = try ModelWeights(zeroedFor: target, memoryLimit: memoryLimit).laidOut(like: self)
         func copy(_ from: WeightMatrix, _ to: WeightMatrix) { Kernels.convert(from, into: to) }
         copy(tokenEmbedding, out.tokenEmbedding)
         for (a, b) in zip(layers, out.layers) {

@@ -41,7 +41,8 @@ extension ModelConfig {
             * Double(Kernels.attentionBlockRows)
         let scratch = batch * (4 * Double(dim) + 2 * Double(hiddenDim)) + Double(vocabSize)
             + attentionRows * (Double(min(contextLength, Kernels.attentionKeyTile)) + 2 * Double(headDim) + 2)
-            + (weightPrecision == .f16 && Int(batch) >= Kernels.halfConversionRows   // half weights' conversion blocks
+            + ((weightPrecision == .f16 && Int(batch) >= Kernels.halfConversionRows)   // half weights' conversion blocks,
+                || (ModelWeights.packsWeights && Int(batch) > Kernels.skinnyRowLimit)    // packed weights' unpacking blocks
                 ? Double(Kernels.workerCount * Kernels.halfBlockRows) * Double(max(dim, hiddenDim)) : 0)
         let kv = 2 * Double(layerCount) * Double(kvHeadCount) * Double(dim / max(1, headCount)) * Double(contextLength)
         func bytes(_ floats: Double) -> Int { floats * float >= Double(Int.max) ? .max : Int(floats * float) }

@@ -6,9 +6,10 @@ final class Workspace {
     let gateUp: Matrix                          // [maxBatch, 2 * hiddenDim]
     let attentionScratch: AttentionScratch     // per-worker score rows and stacked heads
     let logits: Matrix                          // [1, vocabSize]
-    let halfBlocks: HalfScratch?                // f16 weights, passes of several rows: [workers · halfBlockRows, max(dim, hiddenDim)]
+    let halfBlocks: HalfScratch?                // f16 or packed weights, passes of several rows: [workers · halfBlockRows, max(dim, hiddenDim)]
 
-    init(_ c: ModelConfig, maxBatch: Int) {
+    init(_ weights: ModelWeights, maxBatch: Int) {
+        let c = weights.config
         x = .zeros(rows: maxBatch, cols: c.dim)
         normed = .zeros(rows: maxBatch, cols: c.dim)
         queries = .zeros(rows: maxBatch, cols: c.dim)
@@ -17,8 +18,7 @@ final class Workspace {
         attentionScratch = AttentionScratch(headCount: c.headCount, kvHeadCount: c.kvHeadCount, headDim: c.headDim,
                                             contextLength: c.contextLength, workers: Kernels.workerCount)
         logits = .zeros(rows: 1, cols: c.vocabSize)
-        halfBlocks = c.weightPrecision == .f16 && maxBatch >= Kernels.halfConversionRows
-            ? HalfScratch(width: max(c.dim, c.hiddenDim)) : nil
+        halfBlocks = HalfScratch.needed(for: weights, maxBatch: maxBatch)
     }
 }
 
@@ -54,7 +54,7 @@ public final class Transformer: @unchecked Sendable {
     public init(weights: ModelWeights, maxBatch: Int? = nil) {
         self.weights = weights
         self.maxBatch = max(1, min(maxBatch ?? Self.defaultMaxBatch, weights.config.contextLength))
-        workspace = Workspace(weights.config, maxBatch: self.maxBatch)
+        workspace = Workspace(weights, maxBatch: self.maxBatch)
     }
 
     /// The batch a transformer gets unless told otherwise: large enough that a pass's GEMMs
