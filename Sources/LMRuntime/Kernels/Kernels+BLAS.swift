@@ -68,8 +68,11 @@ package enum Kernels {
     }
 
     /// Activation rows up to which projections use ``kv_skinny_gemm`` (each weight row streamed
-    /// once) instead of OpenBLAS.
-    package static let skinnyRowLimit = Int(ProcessInfo.processInfo.environment["KVSESSION_SKINNY_ROWS"] ?? "") ?? 32
+    /// once) instead of OpenBLAS (`KVSESSION_SKINNY_ROWS` overrides it). 64: on packed weights
+    /// (Zen 1, `base`, 1,000 cached tokens) passes of 48 and 64 new tokens took 154-159 and 211 ms
+    /// on the skinny kernel against 199-200 and 263 through blocks unpacked for sgemm (196 and 249
+    /// on plain rows through sgemm); at 96 the skinny kernel still led once, at 128 they were even.
+    package static let skinnyRowLimit = Int(ProcessInfo.processInfo.environment["KVSESSION_SKINNY_ROWS"] ?? "") ?? 64
 
     /// ``matmul(_:transposed:into:alpha:beta:scratch:)`` on the calling thread only (called inside
     /// ``projectionBands(_:transposed:_:)``, which has created the pool).
