@@ -57,49 +57,43 @@ _Static_assert(KV_PACK_GROUP == 4, "tiles of four rows must each fill one packed
 
 ptrdiff_t kv_pack_group(void) { return KV_PACK_GROUP; }
 
-// Plain rows: row n at w + n * ldw.
-#define SKINNY_PACKED 0
-#define SKINNY_GROUP 1
-#define SKINNY_ROW(w, n, ldw) ((w) + (n) * (ldw))
-#define SKINNY_NEXTROW(ldw) (ldw)
-#define SKINNY_AT(row, i) ((row) + (i))
-#define SKINNY_TAILROW(w, n, ldw, k) ((w) + (n) * (ldw))
+// Where rows live, per inclusion of the body: SKINNY_PACKED 0 for plain rows (row n at
+// w + n * ldw), 1 for packed ones (kv_pack8_f32): the group of G = KV_PACK_GROUP rows holding row n
+// starts at w + (n & ~(G-1)) * ldw (ldw == k); its chunk c holds the G rows' elements 8c ..< 8c+8,
+// row after row, and the rows' last k % 8 elements follow. The choice is a constant, folded away.
+// Groups of four: a tile of four rows (every tile of several activation rows) then reads one
+// contiguous run, and the eight-row decode tile two runs side by side. Measured on Zen 1, two cores
+// streaming 400 MB: one activation row 28 GB/s packed by four against 25 plain (the plain streaming
+// sum: 28-29); 2-16 rows even with plain rows. Groups of eight made decode one run too, but left
+// tiles of four rows reading half of every chunk, 5-15% slower for 4-16 rows.
+#define SKINNY_GROUP (SKINNY_PACKED ? KV_PACK_GROUP : 1)
+#define SKINNY_GROUP_START(w, n, ldw) ((w) + ((n) & ~(ptrdiff_t)(KV_PACK_GROUP - 1)) * (ldw))
+#define SKINNY_ROW(w, n, ldw) \
+    (SKINNY_PACKED ? SKINNY_GROUP_START(w, n, ldw) + ((n) & (KV_PACK_GROUP - 1)) * 8 : (w) + (n) * (ldw))
+#define SKINNY_NEXTROW(ldw) (SKINNY_PACKED ? 8 : (ldw))
+#define SKINNY_AT(row, i) ((row) + (i) * SKINNY_GROUP)
+#define SKINNY_TAILROW(w, n, ldw, k) \
+    (SKINNY_PACKED ? SKINNY_GROUP_START(w, n, ldw) + (KV_PACK_GROUP - 1) * ((k) - (k) % 8) \
+                         + ((n) & (KV_PACK_GROUP - 1)) * ((k) % 8) \
+                   : (w) + (n) * (ldw))
 
 #define SKINNY_W float
-#define SKINNY_NAME(n) n##_f32
 #define SKINNY_SCALAR(p) (*(p))
 #define SKINNY_LOAD8(p) _mm256_loadu_ps(p)
 #define SKINNY_TAIL(p) (*(p))
 #define SKINNY_TARGET "avx2,fma"
 #define SKINNY_CONVERTS 0
+#define SKINNY_PACKED 0
+#define SKINNY_NAME(n) n##_f32
 #include "skinny_body.h"
-#undef SKINNY_NAME
-#define SKINNY_NAME(n) n##_f32_packed
 #undef SKINNY_PACKED
-#undef SKINNY_GROUP
-#undef SKINNY_NEXTROW
-#undef SKINNY_ROW
-#undef SKINNY_AT
-#undef SKINNY_TAILROW
-
-// Packed rows (kv_pack8_f32): the group of G = KV_PACK_GROUP rows holding row n starts at
-// w + (n & ~(G-1)) * ldw (ldw == k); its chunk c holds the G rows' elements 8c ..< 8c+8, row after
-// row, and the rows' last k % 8 elements follow. Groups of four: a tile of four rows (every tile of
-// several activation rows) then reads one contiguous run, and the eight-row decode tile two runs
-// side by side. Measured on Zen 1, two cores streaming 400 MB: one activation row 28 GB/s packed
-// by four against 25 plain (the plain streaming sum: 28-29); 2-16 rows even with plain rows.
-// Groups of eight made decode one run too, but left tiles of four rows reading half of every
-// chunk, 5-15% slower for 4-16 rows.
-#define SKINNY_PACKED 1
-#define SKINNY_GROUP KV_PACK_GROUP
-#define SKINNY_ROW(w, n, ldw) ((w) + ((n) & ~(ptrdiff_t)(KV_PACK_GROUP - 1)) * (ldw) + ((n) & (KV_PACK_GROUP - 1)) * 8)
-#define SKINNY_NEXTROW(ldw) 8
-#define SKINNY_AT(row, i) ((row) + (i) * KV_PACK_GROUP)
-#define SKINNY_TAILROW(w, n, ldw, k) ((w) + ((n) & ~(ptrdiff_t)(KV_PACK_GROUP - 1)) * (ldw) \
-    + (KV_PACK_GROUP - 1) * ((k) - (k) % 8) + ((n) & (KV_PACK_GROUP - 1)) * ((k) % 8))
-#include "skinny_body.h"
-#undef SKINNY_W
 #undef SKINNY_NAME
+#define SKINNY_PACKED 1
+#define SKINNY_NAME(n) n##_f32_packed
+#include "skinny_body.h"
+#undef SKINNY_PACKED
+#undef SKINNY_NAME
+#undef SKINNY_W
 #undef SKINNY_SCALAR
 #undef SKINNY_LOAD8
 #undef SKINNY_TAIL
@@ -107,27 +101,18 @@ ptrdiff_t kv_pack_group(void) { return KV_PACK_GROUP; }
 #undef SKINNY_CONVERTS
 
 #define SKINNY_W uint16_t
-#define SKINNY_NAME(n) n##_f16_packed
 #define SKINNY_SCALAR(p) kv_half_to_float(*(p))
 #define SKINNY_LOAD8(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
 #define SKINNY_TAIL(p) _cvtsh_ss(*(p))
 #define SKINNY_TARGET "avx2,fma,f16c"
 #define SKINNY_CONVERTS 1
-#include "skinny_body.h"
-#undef SKINNY_NAME
-#define SKINNY_NAME(n) n##_f16
-#undef SKINNY_PACKED
-#undef SKINNY_GROUP
-#undef SKINNY_NEXTROW
-#undef SKINNY_ROW
-#undef SKINNY_AT
-#undef SKINNY_TAILROW
 #define SKINNY_PACKED 0
-#define SKINNY_GROUP 1
-#define SKINNY_ROW(w, n, ldw) ((w) + (n) * (ldw))
-#define SKINNY_NEXTROW(ldw) (ldw)
-#define SKINNY_AT(row, i) ((row) + (i))
-#define SKINNY_TAILROW(w, n, ldw, k) ((w) + (n) * (ldw))
+#define SKINNY_NAME(n) n##_f16
+#include "skinny_body.h"
+#undef SKINNY_PACKED
+#undef SKINNY_NAME
+#define SKINNY_PACKED 1
+#define SKINNY_NAME(n) n##_f16_packed
 #include "skinny_body.h"
 
 #if KV_X86

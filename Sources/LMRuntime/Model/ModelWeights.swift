@@ -173,12 +173,17 @@ public final class ModelWeights: Sendable {
     /// A copy of these weights with plain rows throughout (to compare layouts).
     package func unpackedCopy() throws -> ModelWeights {
         let out = try ModelWeights(zeroedFor: config, memoryLimit: .max)
-        func copy(_ from: WeightMatrix, _ to: WeightMatrix) {
+        copyEach(into: out) { from, to in
             switch to.storage {
             case let .f32(m): Kernels.unpack(from, rows: 0 ..< from.rows, into: m.base, rowStride: m.rowStride)
             case .f16: Kernels.convert(WeightMatrix(from.floatMatrix()), into: to)   // exact: the values are halfs
             }
         }
+        return out
+    }
+
+    /// Copies the norm gains into `out` and every weight matrix with `copy` (same config shape).
+    private func copyEach(into out: ModelWeights, _ copy: (WeightMatrix, WeightMatrix) -> Void) {
         copy(tokenEmbedding, out.tokenEmbedding)
         for (a, b) in zip(layers, out.layers) {
             Kernels.copy(a.attentionNorm, into: b.attentionNorm)
@@ -190,7 +195,6 @@ public final class ModelWeights: Sendable {
         }
         Kernels.copy(finalNorm, into: out.finalNorm)
         if !config.sharedClassifier { copy(classifier, out.classifier) }
-        return out
     }
 
     /// Total bytes of weights.
@@ -210,18 +214,7 @@ public final class ModelWeights: Sendable {
         var target = config
         target.weightPrecision = precision
         let out = try ModelWeights(zeroedFor: target, memoryLimit: memoryLimit).laidOut(like: self)
-        func copy(_ from: WeightMatrix, _ to: WeightMatrix) { Kernels.convert(from, into: to) }
-        copy(tokenEmbedding, out.tokenEmbedding)
-        for (a, b) in zip(layers, out.layers) {
-            Kernels.copy(a.attentionNorm, into: b.attentionNorm)
-            Kernels.copy(a.ffnNorm, into: b.ffnNorm)
-            copy(a.qkv, b.qkv)
-            copy(a.wo, b.wo)
-            copy(a.gateUp, b.gateUp)
-            copy(a.down, b.down)
-        }
-        Kernels.copy(finalNorm, into: out.finalNorm)
-        if !config.sharedClassifier { copy(classifier, out.classifier) }
+        copyEach(into: out) { Kernels.convert($0, into: $1) }
         return out
     }
 
