@@ -78,8 +78,9 @@ struct HalfMatrix: Sendable {
     var base: UnsafeMutablePointer<UInt16> { buffer.base + offset }
 }
 
-/// Float32 blocks a long pass converts half weights into before sgemm: one per band of a
-/// projection (so per worker), each `[Kernels.halfBlockRows, width]`. Owned by a transformer's
+/// Float32 blocks a long pass converts half weights (or unpacks packed ones) into before sgemm,
+/// and the chunks the skinny kernel converts half weights into: one per band of a projection (so
+/// per worker), each `[Kernels.halfBlockRows, width]`. Owned by a transformer's
 /// workspace, so passes allocate nothing.
 package struct HalfScratch: Sendable {
     private let blocks: Matrix
