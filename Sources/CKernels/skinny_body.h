@@ -186,17 +186,22 @@ SKINNY_FN __attribute__((noinline)) void SKINNY_NAME(tile8x1)(const float *x, co
     (void)ahead, (void)lines;
 #endif
     ptrdiff_t end = k - k % 8;
+#if SKINNY_CONVERTS && SKINNY_PACKED
+    if (!ahead) ahead = (const char *)SKINNY_ROW(w, n, ldw);   // no branch in the loop: prefetch own bytes
+#endif
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-    const SKINNY_W *w0 = SKINNY_ROW(w, n, ldw), *w1 = SKINNY_ROW(w, n + 1, ldw), *w2 = SKINNY_ROW(w, n + 2, ldw),
-                   *w3 = SKINNY_ROW(w, n + 3, ldw), *w4 = SKINNY_ROW(w, n + 4, ldw), *w5 = SKINNY_ROW(w, n + 5, ldw),
-                   *w6 = SKINNY_ROW(w, n + 6, ldw), *w7 = SKINNY_ROW(w, n + 7, ldw);
+    const SKINNY_W *w0 = SKINNY_ROW(w, n, ldw), *w1 = w0 + SKINNY_NEXTROW(ldw), *w2 = w1 + SKINNY_NEXTROW(ldw),
+                   *w3 = w2 + SKINNY_NEXTROW(ldw), *w4 = SKINNY_ROW(w, n + 4, ldw), *w5 = w4 + SKINNY_NEXTROW(ldw),
+                   *w6 = w5 + SKINNY_NEXTROW(ldw), *w7 = w6 + SKINNY_NEXTROW(ldw);
 #if !SKINNY_CONVERTS
     // Opaque to the optimiser: otherwise clang re-derives each row's address from the last one's.
     __asm__("" : "+r"(w1), "+r"(w2), "+r"(w3), "+r"(w4), "+r"(w5), "+r"(w6), "+r"(w7));
 #endif
     for (ptrdiff_t i = 0; i < end; i += 8) {
         __m256 v = _mm256_loadu_ps(x + i);
-#if SKINNY_CONVERTS
+#if SKINNY_CONVERTS && SKINNY_PACKED
+        for (int l = 0; l < (int)sizeof(SKINNY_W); l++) _mm_prefetch(ahead + i * 8 * sizeof(SKINNY_W) + 64 * l, _MM_HINT_T0);
+#elif SKINNY_CONVERTS
         if (ahead) for (spread += lines; spread >= steps; spread -= steps, ahead += 64) _mm_prefetch(ahead, _MM_HINT_T0);
 #endif
         a0 = _mm256_fmadd_ps(v, SKINNY_LOAD8(SKINNY_AT(w0, i)), a0);
