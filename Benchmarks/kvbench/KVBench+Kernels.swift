@@ -70,6 +70,8 @@ extension KVBench {
             let sgemv = probe.sgemvGBps()
             progress("measuring the DRAM read ceiling…")
             let read = probe.readGBps()
+            progress("measuring the half conversion ceiling…")
+            let conversion = probe.conversionGHalfs()
             var reports: [ModelReport] = [], comparisons: [PrecisionComparison] = []
             for loaded in models {
                 var pair: [(ModelWeights, ModelReport)] = []
@@ -77,17 +79,19 @@ extension KVBench {
                     let weights = try loaded.converted(to: precision)
                     progress("measuring \(weights.config.name) (\(precision))…")
                     let report = probe.measure(weights, prefillLengths: prefill, incremental: incremental, cachedTokens: cached,
-                                               decodeTokens: decodeTokens, sgemvGBps: sgemv, readGBps: read)
+                                               decodeTokens: decodeTokens, sgemvGBps: sgemv, readGBps: read,
+                                               conversionGHalfs: conversion)
                     reports.append(report)
                     pair.append((weights, report))
                 }
                 if pair.count == 2 {
                     progress("comparing \(loaded.config.name) f16 with f32 over \(deviationTokens) greedy tokens…")
-                    comparisons.append(try PrecisionComparison(f32: pair[0], f16: pair[1], tokens: deviationTokens))
+                    comparisons.append(try PrecisionComparison(f32: pair[0], f16: pair[1], tokens: deviationTokens,
+                                                               conversionGHalfs: conversion))
                 }
             }
             let report = KernelReport(blas_core_type: LMRuntime.Kernels.blasCoreType, threads: LMRuntime.Kernels.threadCount,
-                                      read_gbps: read, sgemv_gbps: sgemv, models: reports, precision_comparisons: comparisons)
+                                      read_gbps: read, sgemv_gbps: sgemv, conversion_ghalfs: conversion, models: reports, precision_comparisons: comparisons)
             print(format == .json ? try jsonText(report) : report.table)
         }
     }

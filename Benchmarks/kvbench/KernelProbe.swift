@@ -49,6 +49,9 @@ struct ModelReport: Encodable {
     /// Decode's weight bytes per second ÷ the read ceiling measured just before, over windows of
     /// four tokens and four reads: the median of the pairs.
     let decode_ratio_to_read: Double
+    /// In the same pairs, the token's roofline ÷ its time: the roofline is max(weight bytes ÷ the
+    /// pair's read ceiling, halfs converted ÷ the conversion ceiling), the second for f16 only.
+    let decode_ratio_to_roofline: Double
 }
 
 /// The whole `kvbench kernels` result.
@@ -57,11 +60,14 @@ struct KernelReport: Encodable {
     let threads: Int
     let read_gbps: Double
     let sgemv_gbps: Double
+    /// Billions of halfs per second all threads convert (and add) from their caches.
+    let conversion_ghalfs: Double
     let models: [ModelReport]
     let precision_comparisons: [PrecisionComparison]
 
     var table: String {
         var lines = ["DRAM read ceiling (streaming read, all threads): \(fmt(read_gbps)) GB/s; sgemv (weights streamed from DRAM): \(fmt(sgemv_gbps)) GB/s",
+                     "half conversion ceiling (halfs in cache converted and added, all threads): \(fmt(conversion_ghalfs)) G halfs/s",
                      "runtime threads: \(threads), OpenBLAS core type: \(blas_core_type)", ""]
         for m in models {
             lines.append("\(m.model), \(m.precision) weights (\(m.parameters / 1000)K parameters), fastest sgemm at its shapes: \(fmt(m.sgemm_gflops)) GFLOP/s")
@@ -91,13 +97,14 @@ struct KernelReport: Encodable {
                     }
                 }
             }
-            lines.append("  decode   \(fmt(m.decode_tokens_per_second)) tokens/s, \(fmt(m.decode_weight_gbps)) GB/s of weights, ÷ read ceiling \(fmt(m.decode_ratio_to_read)) (median of pairs: 4 reads at \(fmt(m.decode_read_gbps)) GB/s, then 4 tokens), ÷ sgemv \(fmt(m.decode_ratio_to_sgemv))")
+            lines.append("  decode   \(fmt(m.decode_tokens_per_second)) tokens/s, \(fmt(m.decode_weight_gbps)) GB/s of weights, ÷ read ceiling \(fmt(m.decode_ratio_to_read)) (median of pairs: 4 reads at \(fmt(m.decode_read_gbps)) GB/s, then 4 tokens), ÷ sgemv \(fmt(m.decode_ratio_to_sgemv))"
+                + (m.precision == WeightPrecision.f16.rawValue ? ", ÷ roofline \(fmt(m.decode_ratio_to_roofline)) (max of bytes ÷ read, halfs ÷ conversion ceiling)" : ""))
             lines.append("")
         }
         for c in precision_comparisons {
             let d = c.deviation
             lines.append("\(c.model): f16 against f32 weights")
-            lines.append("  decode \(fmt(c.decode_speedup))× the tokens/s; prefill of \(c.prefill_tokens) tokens ÷ its GEMMs' sgemm: f16 \(fmt(c.f16_prefill_ratio_to_sgemm)), f32 \(fmt(c.f32_prefill_ratio_to_sgemm))")
+            lines.append("  decode \(fmt(c.decode_speedup))× the tokens/s (the read and conversion ceilings allow \(fmt(c.decode_speedup_ceiling))×); prefill of \(c.prefill_tokens) tokens ÷ its GEMMs' sgemm: f16 \(fmt(c.f16_prefill_ratio_to_sgemm)), f32 \(fmt(c.f32_prefill_ratio_to_sgemm))")
             lines.append("  logits over \(d.positions) greedy tokens (f32's, fed to both): max |Δ| \(String(format: "%.3g", d.maxAbsoluteError)) (largest logit \(fmt(d.maxReferenceLogit))), "
                 + "KL mean \(String(format: "%.2g", d.meanKLDivergence)) / max \(String(format: "%.2g", d.maxKLDivergence)) nats, "
                 + "same argmax \(String(format: "%.1f", 100 * d.argmaxAgreement))%, f16's own greedy run identical for \(d.identicalGreedyPrefix) of \(d.positions) tokens")
@@ -201,8 +208,30 @@ struct KernelProbe {
         return (flops / time, rates.max()!)
     }
 
+    /// Halfs each worker converts over and over in the conversion probe: 128 KiB, beyond any
+    /// core's L1 and within its L2, as a decode tile's rows are once they arrive.
+    static let conversionHalfs = 64 << 10
+
+    /// The half-conversion ceiling in billions of halfs per second: every worker converts and
+    /// adds `conversionHalfs` halfs held in its cache, over and over (``Kernels/repeatedHalfSums``).
+    /// A kernel streaming half weights cannot beat it, wherever they come from.
+    func conversionGHalfs() -> Double {
+        let passes = 1024
+        let halfs = (0 ..< Self.conversionHalfs).map { LMRuntime.Kernels.halfBits(Float($0 % 97) / 97 - 0.5) }
+        var sink: Float = 0
+        let best = halfs.withUnsafeBufferPointer { buffer in
+            // About 10 ms a run on two Zen 1 cores: cheap enough to take the best of many, which a
+            // worker that starts late (a busy host) would otherwise halve.
+            (0 ..< 3 * max(repeats, 3)).map { _ in
+                seconds { sink += LMRuntime.Kernels.repeatedHalfSums(buffer.baseAddress!, count: buffer.count, passes: passes) }
+            }.min()!
+        }
+        if sink.isNaN { progress("(conversion probe: NaN)") }   // keeps the sums alive
+        return Double(Self.conversionHalfs * passes * LMRuntime.Kernels.workerCount) / best / 1e9
+    }
+
     func measure(_ weights: ModelWeights, prefillLengths: [Int], incremental: [Int], cachedTokens: Int, decodeTokens: Int,
-                 sgemvGBps: Double, readGBps: Double) -> ModelReport {
+                 sgemvGBps: Double, readGBps: Double, conversionGHalfs: Double) -> ModelReport {
         let c = weights.config
         let lengths = prefillLengths.filter { $0 <= c.contextLength }
         let model = Transformer(weights: weights, maxBatch: max(lengths.max() ?? 1, incremental.max() ?? 1))   // one pass each
@@ -250,16 +279,19 @@ struct KernelProbe {
         // neighbours measured alike, not of the run's best read against a long decode.
         cache.truncate(to: 0)
         _ = try? model.forward(prompt, cache: cache)
+        let convertSeconds = c.weightPrecision == .f16 ? Double(c.decodeMatrixWeights) / (conversionGHalfs * 1e9) : 0
         let pairs = (0 ..< max(2 * repeats, 9)).map { _ in
-            let read = Double(Self.streamBytes) / readSeconds(probe) / 1e9
-            return (read: read, ratio: Double(c.decodeWeightBytes) / decodeSeconds(4) / 1e9 / read)
+            let read = Double(Self.streamBytes) / readSeconds(probe) / 1e9, token = decodeSeconds(4)
+            let roofline = max(Double(c.decodeWeightBytes) / (read * 1e9), convertSeconds)
+            return (read: read, ratio: Double(c.decodeWeightBytes) / token / 1e9 / read, roofline: roofline / token)
         }
         return ModelReport(model: c.name, precision: c.weightPrecision.rawValue, parameters: c.parameterCount,
                            sgemm_gflops: prefills.map(\.sgemm_peak_gflops).max() ?? sgemmCeiling(c, tokens: 512).peak,
                            prefill: prefills, incremental: incrementalReports,
                            decode_tokens_per_second: 1 / perToken, decode_weight_gbps: weightGBps,
                            decode_ratio_to_sgemv: weightGBps / sgemvGBps, decode_read_gbps: Self.median(pairs.map(\.read)),
-                           decode_ratio_to_read: Self.median(pairs.map(\.ratio)))
+                           decode_ratio_to_read: Self.median(pairs.map(\.ratio)),
+                           decode_ratio_to_roofline: Self.median(pairs.map(\.roofline)))
     }
 
     static func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
@@ -305,15 +337,22 @@ struct PrecisionComparison: Encodable {
     let model: String
     /// f16 decode tokens/s ÷ f32 decode tokens/s.
     let decode_speedup: Double
+    /// The most the ceilings allow: f32's weight bytes ÷ read, over the larger of f16's weight
+    /// bytes ÷ read and its halfs ÷ the conversion ceiling (the read ceiling: the mean of the two
+    /// models' decode pairs).
+    let decode_speedup_ceiling: Double
     /// The longest prefill both measured, and each one's ratio to the sgemm ceiling of its GEMMs.
     let prefill_tokens: Int
     let f16_prefill_ratio_to_sgemm: Double
     let f32_prefill_ratio_to_sgemm: Double
     let deviation: LogitDeviation
 
-    init(f32: (ModelWeights, ModelReport), f16: (ModelWeights, ModelReport), tokens: Int) throws {
+    init(f32: (ModelWeights, ModelReport), f16: (ModelWeights, ModelReport), tokens: Int, conversionGHalfs: Double) throws {
         model = f32.0.config.name
         decode_speedup = f16.1.decode_tokens_per_second / f32.1.decode_tokens_per_second
+        let read = (f32.1.decode_read_gbps + f16.1.decode_read_gbps) / 2 * 1e9, half = f16.0.config
+        decode_speedup_ceiling = Double(f32.0.config.decodeWeightBytes) / read
+            / max(Double(half.decodeWeightBytes) / read, Double(half.decodeMatrixWeights) / (conversionGHalfs * 1e9))
         let longest = f32.1.prefill.indices.max { f32.1.prefill[$0].tokens < f32.1.prefill[$1].tokens }
         let at512 = f32.1.prefill.firstIndex { $0.tokens == 512 } ?? longest
         prefill_tokens = at512.map { f32.1.prefill[$0].tokens } ?? 0

@@ -122,6 +122,20 @@ __attribute__((target("avx2,f16c"))) static void halfs_to_floats_f16c(float *dst
     for (; i < n; i++) dst[i] = _cvtsh_ss(src[i]);
 }
 
+// Eight sums, so that neither the additions' latency nor the loop hides the conversions' cost.
+__attribute__((target("avx2,f16c"))) static float sum_halfs_f16c(const uint16_t *w, ptrdiff_t n) {
+    __m256 a[8];
+    for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_ps();
+    ptrdiff_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int j = 0; j < 8; j++) a[j] = _mm256_add_ps(a[j], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i + 8 * j))));
+    for (int j = 1; j < 8; j++) a[0] = _mm256_add_ps(a[0], a[j]);
+    float lanes[8], sum = 0;
+    _mm256_storeu_ps(lanes, a[0]);
+    for (int l = 0; l < 8; l++) sum += lanes[l];
+    return sum + kv_sum_halfs_portable(w + i, n - i);
+}
+
 static int has_f16c = 0;
 __attribute__((constructor)) static void detect_f16c(void) {
     __builtin_cpu_init();
@@ -258,6 +272,19 @@ void kv_unpack8_f16(float *dst, ptrdiff_t ldd, const uint16_t *w, ptrdiff_t firs
 
 void kv_halfs_to_floats_portable(float *dst, const uint16_t *src, ptrdiff_t n) {
     for (ptrdiff_t i = 0; i < n; i++) dst[i] = kv_half_to_float(src[i]);
+}
+
+float kv_sum_halfs_portable(const uint16_t *w, ptrdiff_t n) {
+    float sum = 0;
+    for (ptrdiff_t i = 0; i < n; i++) sum += kv_half_to_float(w[i]);
+    return sum;
+}
+
+float kv_sum_halfs(const uint16_t *w, ptrdiff_t n) {
+#if KV_X86
+    if (has_f16c) return sum_halfs_f16c(w, n);
+#endif
+    return kv_sum_halfs_portable(w, n);
 }
 
 void kv_halfs_to_floats(float *dst, const uint16_t *src, ptrdiff_t n) {

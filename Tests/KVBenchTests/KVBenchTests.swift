@@ -86,12 +86,15 @@ struct KVBenchTests {
         #expect(run.status == 0, "\(run.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         #expect((json["sgemv_gbps"] as? Double ?? 0) > 0 && (json["read_gbps"] as? Double ?? 0) > 0)
+        #expect((json["conversion_ghalfs"] as? Double ?? 0) > 0)
         let models = try #require(json["models"] as? [[String: Any]])
         // Without --precision: the model in f32, then in f16, then the two compared.
         #expect(models.map { $0["model"] as? String } == ["tiny", "tiny"])
         #expect(models.map { $0["precision"] as? String } == ["f32", "f16"])
         let comparison = try #require((json["precision_comparisons"] as? [[String: Any]])?.first)
         #expect((comparison["decode_speedup"] as? Double ?? 0) > 0 && comparison["prefill_tokens"] as? Int == 16)
+        // f16 streams half of f32's matrix bytes (norms stay f32), so the ceilings allow at most about 2×.
+        #expect((comparison["decode_speedup_ceiling"] as? Double).map { $0 > 0 && $0 <= 2 } == true)
         let deviation = try #require(comparison["deviation"] as? [String: Any])
         #expect(deviation["positions"] as? Int == 12 && (deviation["maxAbsoluteError"] as? Double ?? 0) > 0)
         #expect((deviation["argmaxAgreement"] as? Double).map { $0 > 0 && $0 <= 1 } == true)
@@ -116,9 +119,13 @@ struct KVBenchTests {
             }
             #expect((row["breakdown"] as? [[String: Any]])?.count == 9)
         }
-        for key in ["decode_tokens_per_second", "decode_weight_gbps", "decode_ratio_to_sgemv", "decode_read_gbps", "decode_ratio_to_read", "sgemm_gflops"] {
+        for key in ["decode_tokens_per_second", "decode_weight_gbps", "decode_ratio_to_sgemv", "decode_read_gbps", "decode_ratio_to_read",
+                    "decode_ratio_to_roofline", "sgemm_gflops"] {
             #expect((models[0][key] as? Double ?? 0) > 0, "\(key)")
         }
+        // Decode's roofline: the read alone for f32; for f16 the conversion ceiling can only raise it.
+        let ratios = models.map { ($0["decode_ratio_to_read"] as? Double ?? 0, $0["decode_ratio_to_roofline"] as? Double ?? 0) }
+        #expect(abs(ratios[0].0 - ratios[0].1) <= 1e-9 * ratios[0].0 && ratios[1].1 >= ratios[1].0 * (1 - 1e-9))
         #expect(run.stderr.contains("measuring"))   // progress goes to stderr, never into the JSON
     }
 

@@ -72,6 +72,11 @@ void kv_unpack8_f32(float *dst, ptrdiff_t ldd, const float *w, ptrdiff_t first, 
 void kv_unpack8_f16(float *dst, ptrdiff_t ldd, const uint16_t *w, ptrdiff_t first, ptrdiff_t rows, ptrdiff_t k);
 /// dst[i] = the float value of IEEE half src[i], for i < n (exact).
 void kv_halfs_to_floats(float *dst, const uint16_t *src, ptrdiff_t n);
+/// The sum of the float values of the n IEEE halfs at w, in an order of its own (not
+/// reproducible across bodies): each half loaded, converted and added once, nothing else. Timed
+/// over halfs held in cache it is the machine's conversion ceiling, the rate no kernel streaming
+/// half weights can beat (`kvbench kernels`).
+float kv_sum_halfs(const uint16_t *w, ptrdiff_t n);
 /// The float value of IEEE half h (exact; NaN payloads kept).
 float kv_half_to_float(uint16_t h);
 
@@ -129,6 +134,7 @@ void kv_skinny_gemm_packed_portable(const float *x, ptrdiff_t ldx, ptrdiff_t row
 void kv_skinny_gemm_f16_packed_portable(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w,
                                         ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
 void kv_halfs_to_floats_portable(float *dst, const uint16_t *src, ptrdiff_t n);
+float kv_sum_halfs_portable(const uint16_t *w, ptrdiff_t n);
 void kv_attention_scores_portable(const float *q, ptrdiff_t ldq, ptrdiff_t rows, const float *k, ptrdiff_t ldk,
                                   ptrdiff_t n, ptrdiff_t d, float *s, ptrdiff_t lds, float scale);
 void kv_weighted_rows_add_portable(float *o, ptrdiff_t ldo, ptrdiff_t rows, const float *p, ptrdiff_t ldp,

@@ -19,8 +19,13 @@ extension ModelConfig {
     /// classifier and the final norm (one embedding row is not counted). Matrices count
     /// ``WeightPrecision/bytesPerWeight`` each (half for `.f16`); norm gains are float32.
     public var decodeWeightBytes: Int {
-        let matrices = layerCount * (2 * dim * dim + 2 * kvDim * dim + 3 * dim * hiddenDim) + vocabSize * dim
         let norms = layerCount * 2 * dim + dim
-        return weightPrecision.bytesPerWeight * matrices + MemoryLayout<Float>.stride * norms
+        return weightPrecision.bytesPerWeight * decodeMatrixWeights + MemoryLayout<Float>.stride * norms
+    }
+
+    /// Weights of the matrices a decode step reads (every layer matrix and the classifier): the
+    /// halfs it converts when the weights are ``WeightPrecision/f16``.
+    public var decodeMatrixWeights: Int {
+        layerCount * (2 * dim * dim + 2 * kvDim * dim + 3 * dim * hiddenDim) + vocabSize * dim
     }
 }
