@@ -104,7 +104,7 @@ struct KernelReport: Encodable {
         for c in precision_comparisons {
             let d = c.deviation
             lines.append("\(c.model): f16 against f32 weights")
-            lines.append("  decode \(fmt(c.decode_speedup))× the tokens/s (the read and conversion ceilings allow \(fmt(c.decode_speedup_ceiling))×); prefill of \(c.prefill_tokens) tokens ÷ its GEMMs' sgemm: f16 \(fmt(c.f16_prefill_ratio_to_sgemm)), f32 \(fmt(c.f32_prefill_ratio_to_sgemm))")
+            lines.append("  decode \(fmt(c.decode_speedup))× the tokens/s, \(fmt(c.decode_speedup_paired))× in pairs (the read and conversion ceilings allow \(fmt(c.decode_speedup_ceiling))×); prefill of \(c.prefill_tokens) tokens ÷ its GEMMs' sgemm: f16 \(fmt(c.f16_prefill_ratio_to_sgemm)), f32 \(fmt(c.f32_prefill_ratio_to_sgemm))")
             lines.append("  logits over \(d.positions) greedy tokens (f32's, fed to both): max |Δ| \(String(format: "%.3g", d.maxAbsoluteError)) (largest logit \(fmt(d.maxReferenceLogit))), "
                 + "KL mean \(String(format: "%.2g", d.meanKLDivergence)) / max \(String(format: "%.2g", d.maxKLDivergence)) nats, "
                 + "same argmax \(String(format: "%.1f", 100 * d.argmaxAgreement))%, f16's own greedy run identical for \(d.identicalGreedyPrefix) of \(d.positions) tokens")
@@ -335,8 +335,11 @@ struct KernelProbe {
 /// f16 weights against f32 weights of the same model, measured in the same run.
 struct PrecisionComparison: Encodable {
     let model: String
-    /// f16 decode tokens/s ÷ f32 decode tokens/s.
+    /// f16 decode tokens/s ÷ f32 decode tokens/s (each model's best run, minutes apart).
     let decode_speedup: Double
+    /// The same in alternating windows of four tokens, f32 then f16 (the median of the pairs):
+    /// both see the same memory speed, which can drift by a fifth between the two best runs.
+    let decode_speedup_paired: Double
     /// The most the ceilings allow: f32's weight bytes ÷ read, over the larger of f16's weight
     /// bytes ÷ read and its halfs ÷ the conversion ceiling (the read ceiling: the mean of the two
     /// models' decode pairs).
@@ -350,6 +353,7 @@ struct PrecisionComparison: Encodable {
     init(f32: (ModelWeights, ModelReport), f16: (ModelWeights, ModelReport), tokens: Int, conversionGHalfs: Double) throws {
         model = f32.0.config.name
         decode_speedup = f16.1.decode_tokens_per_second / f32.1.decode_tokens_per_second
+        decode_speedup_paired = Self.pairedSpeedup(f32: f32.0, f16: f16.0)
         let read = (f32.1.decode_read_gbps + f16.1.decode_read_gbps) / 2 * 1e9, half = f16.0.config
         decode_speedup_ceiling = Double(f32.0.config.decodeWeightBytes) / read
             / max(Double(half.decodeWeightBytes) / read, Double(half.decodeMatrixWeights) / (conversionGHalfs * 1e9))
@@ -362,5 +366,19 @@ struct PrecisionComparison: Encodable {
         let prompt = [Tokenizer.bos] + (1 ..< min(8, c.contextLength / 2)).map { ($0 * 7919 + 11) % c.vocabSize }
         deviation = try LogitDeviation.measure(Transformer(weights: f16.0), against: Transformer(weights: f32.0),
                                                prompt: prompt, tokens: tokens)
+    }
+
+    /// f32 decode time ÷ f16 decode time over windows of four tokens taken back to back, f32
+    /// then f16, after a 16-token prompt each: the median of nine pairs.
+    static func pairedSpeedup(f32: ModelWeights, f16: ModelWeights) -> Double {
+        let c = f32.config, prompt = Array(0 ..< min(16, c.contextLength / 2)).map { $0 % c.vocabSize }
+        let runs = [f32, f16].map { weights in
+            let model = Transformer(weights: weights), cache = model.makeCache()
+            return { (i: Int) -> Double in
+                if i == 0 || cache.count + 4 >= c.contextLength { cache.truncate(to: 0); _ = try? model.forward(prompt, cache: cache) }
+                return seconds { for t in 0 ..< 4 { _ = try? model.forward([(t * 31 + i) % c.vocabSize], cache: cache) } }
+            }
+        }
+        return KernelProbe.median((0 ..< 9).map { i in runs[0](i) / runs[1](i) })
     }
 }

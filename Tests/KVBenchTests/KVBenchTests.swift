@@ -95,6 +95,7 @@ struct KVBenchTests {
         #expect((comparison["decode_speedup"] as? Double ?? 0) > 0 && comparison["prefill_tokens"] as? Int == 16)
         // f16 streams half of f32's matrix bytes (norms stay f32), so the ceilings allow at most about 2×.
         #expect((comparison["decode_speedup_ceiling"] as? Double).map { $0 > 0 && $0 <= 2 } == true)
+        #expect((comparison["decode_speedup_paired"] as? Double ?? 0) > 0)
         let deviation = try #require(comparison["deviation"] as? [String: Any])
         #expect(deviation["positions"] as? Int == 12 && (deviation["maxAbsoluteError"] as? Double ?? 0) > 0)
         #expect((deviation["argmaxAgreement"] as? Double).map { $0 > 0 && $0 <= 1 } == true)
