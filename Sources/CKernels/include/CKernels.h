@@ -60,6 +60,18 @@ void kv_skinny_gemm_packed(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const 
 /// kv_skinny_gemm_f16 on packed half weights.
 void kv_skinny_gemm_f16_packed(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t outputs,
                                ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
+/// kv_skinny_gemm_f16_packed for weights holding no infinity or NaN (kv_count_nonfinite_halfs),
+/// with the same bits: a decode step (one activation row, every |x| below 2^16, k up to 8192) may
+/// then convert half of each eight-row tile with integer operations instead of F16C, on CPUs
+/// where that is faster (kv_set_half_split_tile).
+void kv_skinny_gemm_f16_packed_finite(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w,
+                                      ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta);
+/// Turns kv_skinny_gemm_f16_packed_finite's integer-converting decode tile on (1) or off (0) and
+/// returns the previous choice. Default: on for the Zen 1 family (F16C on 128-bit units), off
+/// elsewhere; KVSESSION_HALF_SPLIT=0 or 1 overrides it. Results are the same bits either way.
+int kv_set_half_split_tile(int on);
+/// How many of the n halfs at w are infinities or NaNs.
+ptrdiff_t kv_count_nonfinite_halfs(const uint16_t *w, ptrdiff_t n);
 /// Packs `rows` (a multiple of G) dense rows of k elements in place; `group` holds Gk elements.
 void kv_pack8_f32(float *w, ptrdiff_t rows, ptrdiff_t k, float *group);
 void kv_pack8_f16(uint16_t *w, ptrdiff_t rows, ptrdiff_t k, uint16_t *group);

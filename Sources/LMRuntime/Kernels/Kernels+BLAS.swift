@@ -99,8 +99,9 @@ package enum Kernels {
             // per tile of rows, so convert a chunk of rows once into the block and run the float
             // kernels on it (the skinny kernel gives the same bits either way; sgemm for many rows).
             guard a.rows >= halfConversionRows, let block else {
-                if packed {
-                    kv_skinny_gemm_f16_packed(a.base, a.rowStride, a.rows, w.base, w.rows, a.cols, c.base, c.rowStride, alpha, beta)
+                if packed {   // finite halfs allow the integer-converting decode tile (same bits)
+                    let kernel = b.finiteHalfs ? kv_skinny_gemm_f16_packed_finite : kv_skinny_gemm_f16_packed
+                    kernel(a.base, a.rowStride, a.rows, w.base, w.rows, a.cols, c.base, c.rowStride, alpha, beta)
                 } else {
                     kv_skinny_gemm_f16(a.base, a.rowStride, a.rows, w.base, w.rowStride, w.rows, a.cols, c.base, c.rowStride,
                                        alpha, beta)

@@ -28,7 +28,7 @@ extension Kernels {
                 kv_pack8_f16(m.base + range.lowerBound * groupElements, range.count * WeightMatrix.packGroup, m.cols,
                              scratch + band * groupElements)
             }
-            return WeightMatrix(m, packed: true)
+            return WeightMatrix(m, packed: true).checkingFiniteHalfs()
         }
     }
 

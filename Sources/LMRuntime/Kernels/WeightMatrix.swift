@@ -18,8 +18,25 @@ public struct WeightMatrix: Sendable {
     /// contiguous run. Packed views start and end on a group boundary and are dense (row stride == cols).
     let packed: Bool
 
-    init(_ matrix: Matrix, packed: Bool = false) { storage = .f32(matrix); self.packed = packed }
-    init(_ matrix: HalfMatrix, packed: Bool = false) { storage = .f16(matrix); self.packed = packed }
+    /// Whether half-precision storage is known to hold no infinity or NaN (``checkingFiniteHalfs()``),
+    /// which lets a decode step take the kernels' integer-converting tile
+    /// (`kv_skinny_gemm_f16_packed_finite`). False for float32 storage and until checked.
+    let finiteHalfs: Bool
+
+    init(_ matrix: Matrix, packed: Bool = false) { storage = .f32(matrix); self.packed = packed; finiteHalfs = false }
+    init(_ matrix: HalfMatrix, packed: Bool = false, finiteHalfs: Bool = false) {
+        storage = .f16(matrix)
+        self.packed = packed
+        self.finiteHalfs = finiteHalfs
+    }
+
+    /// The same view, its half-precision elements scanned once for infinities and NaNs
+    /// (``finiteHalfs``). Loaders call it once the values are final; float32 storage is returned as is.
+    func checkingFiniteHalfs() -> WeightMatrix {
+        guard case let .f16(m) = storage else { return self }
+        let finite = (0 ..< m.rows).allSatisfy { kv_count_nonfinite_halfs(m.base + $0 * m.rowStride, m.cols) == 0 }
+        return WeightMatrix(m, packed: packed, finiteHalfs: finite)
+    }
 
     /// Rows per packing group.
     static let packGroup = kv_pack_group()
@@ -63,7 +80,7 @@ public struct WeightMatrix: Sendable {
                      "a packed weight matrix splits only between groups of \(Self.packGroup) rows")
         switch storage {
         case let .f32(m): return WeightMatrix(m.rows(range), packed: packed)
-        case let .f16(m): return WeightMatrix(m.rows(range), packed: packed)
+        case let .f16(m): return WeightMatrix(m.rows(range), packed: packed, finiteHalfs: finiteHalfs)
         }
     }
 

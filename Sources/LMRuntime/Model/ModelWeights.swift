@@ -158,15 +158,19 @@ public final class ModelWeights: Sendable {
 
     /// Zeroed weights flagged packed wherever `other`'s are (zeros read the same in either layout).
     private func laidOut(like other: ModelWeights) -> ModelWeights {
-        func like(_ m: WeightMatrix, _ o: WeightMatrix) -> WeightMatrix {
-            o.packed ? m.relabeled(packed: true) : m
+        mappingProjections(pairedWith: other) { m, o in o.packed ? m.relabeled(packed: true) : m }
+    }
+
+    /// These weights with every projection matrix (and a classifier of its own) replaced by
+    /// `transform(matrix, the same matrix of other)`: views, the buffers untouched.
+    private func mappingProjections(pairedWith other: ModelWeights,
+                                    _ transform: (WeightMatrix, WeightMatrix) -> WeightMatrix) -> ModelWeights {
+        let mapped = zip(layers, other.layers).map { l, o in
+            LayerWeights(attentionNorm: l.attentionNorm, qkv: transform(l.qkv, o.qkv), wo: transform(l.wo, o.wo),
+                         ffnNorm: l.ffnNorm, gateUp: transform(l.gateUp, o.gateUp), down: transform(l.down, o.down))
         }
-        let relaid = zip(layers, other.layers).map { l, o in
-            LayerWeights(attentionNorm: l.attentionNorm, qkv: like(l.qkv, o.qkv), wo: like(l.wo, o.wo),
-                         ffnNorm: l.ffnNorm, gateUp: like(l.gateUp, o.gateUp), down: like(l.down, o.down))
-        }
-        return ModelWeights(config: config, tokenEmbedding: tokenEmbedding, layers: relaid, finalNorm: finalNorm,
-                            classifier: config.sharedClassifier ? classifier : like(classifier, other.classifier),
+        return ModelWeights(config: config, tokenEmbedding: tokenEmbedding, layers: mapped, finalNorm: finalNorm,
+                            classifier: config.sharedClassifier ? classifier : transform(classifier, other.classifier),
                             ropeCos: ropeCos, ropeSin: ropeSin, storage: storage, halfStorage: halfStorage)
     }
 
@@ -215,7 +219,8 @@ public final class ModelWeights: Sendable {
         target.weightPrecision = precision
         let out = try ModelWeights(zeroedFor: target, memoryLimit: memoryLimit).laidOut(like: self)
         copyEach(into: out) { Kernels.convert($0, into: $1) }
-        return out
+        // Rounding to half can overflow to infinity: the kernels learn which matrices stayed finite.
+        return out.mappingProjections(pairedWith: out) { m, _ in m.checkingFiniteHalfs() }
     }
 
     // RoPE angles computed in float32 exactly as llama2.c's run.c does, so
