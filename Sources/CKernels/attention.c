@@ -351,8 +351,8 @@ static void attend_tile(const float *stacked, ptrdiff_t rows, ptrdiff_t position
 
 void kv_attend_keys(const float *q, ptrdiff_t ldq, ptrdiff_t positions, ptrdiff_t group, ptrdiff_t kvHeads,
                     ptrdiff_t headDim, ptrdiff_t firstPosition, const float *k, const float *v, ptrdiff_t ldkv,
-                    ptrdiff_t from, ptrdiff_t to, ptrdiff_t through, ptrdiff_t tile, float scale, float *work, float *stats,
-                    ptrdiff_t statsHeadStride, float *o, ptrdiff_t ldo, ptrdiff_t oHeadStride) {
+                    ptrdiff_t from, ptrdiff_t to, ptrdiff_t through, int fetched, ptrdiff_t tile, float scale, float *work,
+                    float *stats, ptrdiff_t statsHeadStride, float *o, ptrdiff_t ldo, ptrdiff_t oHeadStride) {
     ptrdiff_t rows = group * positions;
     float *scores = work + kvHeads * rows * headDim, *transposed = scores + rows * tile;
     for (ptrdiff_t h = 0; h < kvHeads; h++)
@@ -368,13 +368,30 @@ void kv_attend_keys(const float *q, ptrdiff_t ldq, ptrdiff_t positions, ptrdiff_
         ptrdiff_t n = to - start < tile ? to - start : tile, following = through - start - n < tile ? through - start - n : tile;
         // The next tile's key and value rows (whole rows: every head's columns) stream in while
         // this one computes, each head taking its share.
-        ptrdiff_t bytes = following * ldkv * (ptrdiff_t)sizeof(float), share = (bytes + kvHeads - 1) / kvHeads;
+        // A first tile nobody fetched (`fetched` 0): while its first head computes, that head
+        // fetches the tile's whole rows (the other heads' columns arrive before they are read, the
+        // first head's own about when it reads them), and the other heads share the next tile. On a
+        // Zen 1, one core starting cold on 492 keys: 4 new tokens' attention lost 0.024 ms to DRAM
+        // against 0.040 without, one token's 0.042 against 0.055.
+        int cold = start == from && !fetched && kvHeads > 1;
+        ptrdiff_t sharing = cold ? kvHeads - 1 : kvHeads;
+        ptrdiff_t bytes = following * ldkv * (ptrdiff_t)sizeof(float), share = (bytes + sharing - 1) / sharing;
         for (ptrdiff_t h = 0; h < kvHeads; h++) {
-            ptrdiff_t skip = h * share < bytes ? h * share : bytes, mine = bytes - skip < share ? bytes - skip : share;
+            const char *keysNext, *valuesNext;
+            ptrdiff_t mine;
+            if (cold && h == 0) {
+                keysNext = (const char *)(k + start * ldkv);
+                valuesNext = (const char *)(v + start * ldkv);
+                mine = n * ldkv * (ptrdiff_t)sizeof(float);
+            } else {
+                ptrdiff_t turn = cold ? h - 1 : h, skip = turn * share < bytes ? turn * share : bytes;
+                keysNext = (const char *)(k + (start + n) * ldkv) + skip;
+                valuesNext = (const char *)(v + (start + n) * ldkv) + skip;
+                mine = bytes - skip < share ? bytes - skip : share;
+            }
             attend_tile(work + h * rows * headDim, rows, positions, headDim, firstPosition, k + start * ldkv + h * headDim,
                         v + start * ldkv + h * headDim, ldkv, start, n, tile, scores, transposed,
-                        stats + h * statsHeadStride, o + h * oHeadStride, ldo,
-                        (const char *)(k + (start + n) * ldkv) + skip, (const char *)(v + (start + n) * ldkv) + skip, mine);
+                        stats + h * statsHeadStride, o + h * oHeadStride, ldo, keysNext, valuesNext, mine);
         }
     }
 }

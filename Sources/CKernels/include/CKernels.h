@@ -116,12 +116,13 @@ void kv_weighted_rows_add(float *o, ptrdiff_t ldo, ptrdiff_t rows, const float *
 /// unnormalised output in o[h*oHeadStride + r*ldo ..] (zero when it sees none). `work` holds
 /// kv_attend_work_floats(kvHeads, group * positions, headDim, tile) floats. While one tile computes,
 /// the next tile's key and value rows are prefetched, up to row `through` (≥ `to`: the last tile
-/// prefetches the first of a part the caller runs next) (AVX2 body; KVSESSION_ATTENTION_PREFETCH=0
-/// stops it).
+/// prefetches the first of a part the caller runs next); `fetched` says whether the first tile was
+/// so prefetched by the call before, and when it was not, the first head fetches it while it
+/// computes (AVX2 body; KVSESSION_ATTENTION_PREFETCH=0 stops all of it). Results never depend on it.
 void kv_attend_keys(const float *q, ptrdiff_t ldq, ptrdiff_t positions, ptrdiff_t group, ptrdiff_t kvHeads,
                     ptrdiff_t headDim, ptrdiff_t firstPosition, const float *k, const float *v, ptrdiff_t ldkv,
-                    ptrdiff_t from, ptrdiff_t to, ptrdiff_t through, ptrdiff_t tile, float scale, float *work, float *stats,
-                    ptrdiff_t statsHeadStride, float *o, ptrdiff_t ldo, ptrdiff_t oHeadStride);
+                    ptrdiff_t from, ptrdiff_t to, ptrdiff_t through, int fetched, ptrdiff_t tile, float scale, float *work,
+                    float *stats, ptrdiff_t statsHeadStride, float *o, ptrdiff_t ldo, ptrdiff_t oHeadStride);
 /// The scratch kv_attend_keys needs, in floats.
 ptrdiff_t kv_attend_work_floats(ptrdiff_t kvHeads, ptrdiff_t rows, ptrdiff_t headDim, ptrdiff_t tile);
 

@@ -150,7 +150,7 @@ extension Kernels {
             for part in mine {
                 kv_attend_keys(queries.base, queries.rowStride, t, group, kvHeadCount, headDim, keys.rows - t,
                                keys.base, values.base, keys.rowStride, start(part), start(part + 1), start(mine.upperBound),
-                               fewQueryKeyTile,
+                               part == mine.lowerBound ? 0 : 1, fewQueryKeyTile,
                                scale, scratch.partWork.row(worker).base,
                                scratch.partStats.base + part * partRows * 2, headRows * 2,
                                scratch.partOutputs.base + part * partRows * headDim, headDim, headRows * headDim)
