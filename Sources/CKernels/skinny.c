@@ -202,10 +202,143 @@ __attribute__((target("avx2"))) static int scaled_for_split(float *xs, const flo
     }
     return fits;
 }
+
+// AVX-512 tiles of several activation rows on packed weights. In a packed group two rows' chunks
+// of eight sit side by side, so one 512-bit vector holds [row a: 8 lanes | row b: 8 lanes], and the
+// activation chunk broadcast to both halves multiplies both rows with one FMA: each half is one of
+// the AVX2 body's eight-lane accumulators, fed the same products in the same k order, reduced by the
+// same reduce8 and finished by the same tail. So every element gets the AVX2 body's bits, and
+// vectors twice as wide halve the instructions where the tiles are compute-bound (short prefills:
+// four weights' FMAs per activation row and weight on a CPU with 512-bit FMA units).
+#define KV_512_TARGET "avx2,fma,f16c,avx512f,avx512dq"
+#define KV_512_INLINE __attribute__((target(KV_512_TARGET), always_inline)) static inline
+
+// Sixteen weights at p (floats, or halfs converted exactly): rows a and b's chunk of a packed group.
+KV_512_INLINE __m512 load_row_pair(const char *p, int halfs) {
+    return halfs ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)) : _mm512_loadu_ps((const float *)p);
+}
+
+// R activation rows (1...6, a constant once inlined) by the packed group of four weight rows at
+// `group` (elements of `size` bytes): dots[j][t] the reduced eight lane sums of weight row j and
+// activation row t, before the tail. Prefetches `lines` cache lines from `ahead` spread over its steps.
+KV_512_INLINE void group_dots512(const int R, const int halfs, const float *x, ptrdiff_t ldx, const char *group,
+                                 ptrdiff_t k, float dots[4][6], const char *ahead, ptrdiff_t lines) {
+    const ptrdiff_t size = halfs ? 2 : 4, end = k - k % 8, steps = end > 8 ? end / 8 : 1;
+    ptrdiff_t spread = 0;
+    __m512 lo[6], hi[6];   // rows 0-1 and rows 2-3, per activation row
+    for (int t = 0; t < R; t++) lo[t] = hi[t] = _mm512_setzero_ps();
+    for (ptrdiff_t i = 0; i < end; i += 8) {
+        for (spread += lines; spread >= steps; spread -= steps, ahead += 64) _mm_prefetch(ahead, _MM_HINT_T0);
+        const char *chunk = group + 4 * i * size;
+        __m512 w01 = load_row_pair(chunk, halfs), w23 = load_row_pair(chunk + 16 * size, halfs);
+        for (int t = 0; t < R; t++) {
+            __m512 v = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + t * ldx + i));
+            lo[t] = _mm512_fmadd_ps(v, w01, lo[t]);
+            hi[t] = _mm512_fmadd_ps(v, w23, hi[t]);
+        }
+    }
+    for (int t = 0; t < R; t++) {
+        dots[0][t] = reduce8(_mm512_castps512_ps256(lo[t]));
+        dots[1][t] = reduce8(_mm512_extractf32x8_ps(lo[t], 1));
+        dots[2][t] = reduce8(_mm512_castps512_ps256(hi[t]));
+        dots[3][t] = reduce8(_mm512_extractf32x8_ps(hi[t], 1));
+    }
+}
+
+// group_dots512 for each R and element type as a function of its own: its loop then has every
+// register to itself (inlined into the driver, clang reloaded the row pointers from the stack).
+#define KV_GROUP_DOTS(R, halfs, name)                                                                             \
+    __attribute__((target(KV_512_TARGET), noinline)) static void name(const float *x, ptrdiff_t ldx,              \
+                                                                      const char *group, ptrdiff_t k,             \
+                                                                      float dots[4][6], const char *ahead,        \
+                                                                      ptrdiff_t lines) {                          \
+        group_dots512(R, halfs, x, ldx, group, k, dots, ahead, lines);                                            \
+    }
+KV_GROUP_DOTS(1, 0, dots512_f32_1) KV_GROUP_DOTS(2, 0, dots512_f32_2) KV_GROUP_DOTS(3, 0, dots512_f32_3)
+KV_GROUP_DOTS(4, 0, dots512_f32_4) KV_GROUP_DOTS(5, 0, dots512_f32_5) KV_GROUP_DOTS(6, 0, dots512_f32_6)
+KV_GROUP_DOTS(1, 1, dots512_f16_1) KV_GROUP_DOTS(2, 1, dots512_f16_2) KV_GROUP_DOTS(3, 1, dots512_f16_3)
+KV_GROUP_DOTS(4, 1, dots512_f16_4) KV_GROUP_DOTS(5, 1, dots512_f16_5) KV_GROUP_DOTS(6, 1, dots512_f16_6)
+#undef KV_GROUP_DOTS
+typedef void (*group_dots512_fn)(const float *, ptrdiff_t, const char *, ptrdiff_t, float[4][6], const char *, ptrdiff_t);
+static const group_dots512_fn group_dots512_by_rows[2][6] = {
+    {dots512_f32_1, dots512_f32_2, dots512_f32_3, dots512_f32_4, dots512_f32_5, dots512_f32_6},
+    {dots512_f16_1, dots512_f16_2, dots512_f16_3, dots512_f16_4, dots512_f16_5, dots512_f16_6}};
+
+// Packed weights (`outputs` rows of k, groups of four; float32 or `halfs`) times `rows` activation
+// rows, as the AVX2 body computes them: per group, tiles of at most six activation rows (balanced),
+// each tile prefetching its share of the bytes read next (the next group, or `after` for the last).
+KV_512_INLINE void packed512(const int halfs, const float *x, ptrdiff_t ldx, ptrdiff_t rows, const void *w,
+                             ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta,
+                             const char *after, ptrdiff_t afterBytes) {
+    const ptrdiff_t size = halfs ? 2 : 4, groupBytes = KV_PACK_GROUP * k * size;
+    const ptrdiff_t tiles = (rows + 5) / 6;
+    ptrdiff_t n = 0;
+    for (; n + KV_PACK_GROUP <= outputs; n += KV_PACK_GROUP) {
+        const char *group = (const char *)w + n * k * size;
+        const char *next = n + 2 * KV_PACK_GROUP <= outputs ? group + groupBytes : after;
+        ptrdiff_t nextBytes = n + 2 * KV_PACK_GROUP <= outputs ? groupBytes : n + KV_PACK_GROUP == outputs && after ? afterBytes : 0;
+        ptrdiff_t share = (nextBytes / 64 + tiles - 1) / tiles;
+        for (ptrdiff_t tile = 0, t = 0; tile < tiles; tile++) {
+            ptrdiff_t r = rows / tiles + (tile < rows % tiles);
+            const float *xt = x + t * ldx;
+            const char *ahead = next ? next + 64 * tile * share : NULL;
+            ptrdiff_t lines = next ? share : 0;
+            float dots[4][6];
+            group_dots512_by_rows[halfs][r - 1](xt, ldx, group, k, dots, ahead, lines);
+            for (int j = 0; j < KV_PACK_GROUP; j++)
+                for (ptrdiff_t u = 0; u < r; u++) {
+                    float *out = y + (t + u) * ldy + n + j, dot = dots[j][u];
+                    dot = halfs ? tail_f16_packed(xt + u * ldx, (const uint16_t *)w, n + j, k, k, dot)
+                                : tail_f32_packed(xt + u * ldx, (const float *)w, n + j, k, k, dot);
+                    *out = finish(dot, alpha, beta, out);
+                }
+            t += r;
+        }
+    }
+    for (; n < outputs; n++)   // a partial last group, element by element
+        for (ptrdiff_t t = 0; t < rows; t++) {
+            if (halfs) tile1x1_f16_packed(x + t * ldx, (const uint16_t *)w, n, k, k, y + t * ldy + n, alpha, beta);
+            else tile1x1_f32_packed(x + t * ldx, (const float *)w, n, k, k, y + t * ldy + n, alpha, beta);
+        }
+}
+
+__attribute__((target(KV_512_TARGET))) static void packed512_f32(const float *x, ptrdiff_t ldx, ptrdiff_t rows,
+                                                                const float *w, ptrdiff_t outputs, ptrdiff_t k, float *y,
+                                                                ptrdiff_t ldy, float alpha, float beta, const char *after,
+                                                                ptrdiff_t afterBytes) {
+    packed512(0, x, ldx, rows, w, outputs, k, y, ldy, alpha, beta, after, afterBytes);
+}
+
+__attribute__((target(KV_512_TARGET))) static void packed512_f16(const float *x, ptrdiff_t ldx, ptrdiff_t rows,
+                                                                const uint16_t *w, ptrdiff_t outputs, ptrdiff_t k, float *y,
+                                                                ptrdiff_t ldy, float alpha, float beta) {
+    packed512(1, x, ldx, rows, w, outputs, k, y, ldy, alpha, beta, NULL, 0);
+}
+#undef KV_512_INLINE
+#undef KV_512_TARGET
+
+// Whether tiles of several activation rows on packed weights run packed512: by default wherever
+// the CPU has AVX-512 F and DQ; KVSESSION_AVX512=0 or 1 chooses (kv_set_skinny_avx512 in tests).
+static int use_avx512 = 0, has_avx512 = 0;
+__attribute__((constructor)) static void detect_avx512(void) {
+    __builtin_cpu_init();
+    has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx2")
+                 && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    const char *choice = getenv("KVSESSION_AVX512");
+    use_avx512 = has_avx512 && (choice ? strcmp(choice, "0") != 0 : 1);
+}
+
+static inline int avx512_for(ptrdiff_t rows) { return rows >= 2 && __atomic_load_n(&use_avx512, __ATOMIC_RELAXED); }
 #else
 static const int has_f16c = 0;
 static int split_tile = 0;
+static int use_avx512 = 0;
+static const int has_avx512 = 0;
 #endif
+
+int kv_set_skinny_avx512(int on) { return __atomic_exchange_n(&use_avx512, has_avx512 && on != 0, __ATOMIC_RELAXED); }
+
+int kv_has_avx512(void) { return has_avx512; }
 
 int kv_set_half_split_tile(int on) { return __atomic_exchange_n(&split_tile, on != 0, __ATOMIC_RELAXED); }
 
@@ -238,6 +371,7 @@ void kv_skinny_gemm_packed_portable(const float *x, ptrdiff_t ldx, ptrdiff_t row
 void kv_skinny_gemm_packed(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const float *w, ptrdiff_t outputs,
                            ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta) {
 #if KV_X86
+    if (avx512_for(rows)) { packed512_f32(x, ldx, rows, w, outputs, k, y, ldy, alpha, beta, NULL, 0); return; }
     if (kv_uses_avx2()) { avx2_f32_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta, NULL, 0); return; }
 #endif
     portable_f32_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta);
@@ -264,6 +398,7 @@ void kv_skinny_gemm_f16_packed_portable(const float *x, ptrdiff_t ldx, ptrdiff_t
 void kv_skinny_gemm_f16_packed(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t outputs,
                                ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta) {
 #if KV_X86
+    if (avx512_for(rows)) { packed512_f16(x, ldx, rows, w, outputs, k, y, ldy, alpha, beta); return; }
     if (has_f16c) { avx2_f16_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta, NULL, 0); return; }
 #endif
     portable_f16_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta);
@@ -304,7 +439,8 @@ void kv_skinny_gemm_f16_chunked(const float *x, ptrdiff_t ldx, ptrdiff_t rows, c
         if (kv_uses_avx2()) {   // the next chunk's halfs stream in while this one is multiplied
             const char *next = (const char *)(w + (first + n) * ldw);
             ptrdiff_t nextBytes = following * ldw * (ptrdiff_t)sizeof(uint16_t);
-            if (packed) avx2_f32_packed(x, ldx, rows, scratch, k, n, k, y + first, ldy, alpha, beta, next, nextBytes);
+            if (packed && avx512_for(rows)) packed512_f32(x, ldx, rows, scratch, n, k, y + first, ldy, alpha, beta, next, nextBytes);
+            else if (packed) avx2_f32_packed(x, ldx, rows, scratch, k, n, k, y + first, ldy, alpha, beta, next, nextBytes);
             else avx2_f32(x, ldx, rows, scratch, ldscratch, n, k, y + first, ldy, alpha, beta, next, nextBytes);
             continue;
         }
