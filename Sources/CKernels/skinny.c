@@ -210,7 +210,9 @@ __attribute__((target("avx2"))) static int scaled_for_split(float *xs, const flo
 // same reduce8 and finished by the same tail. So every element gets the AVX2 body's bits, and
 // vectors twice as wide halve the instructions where the tiles are compute-bound (short prefills:
 // four weights' FMAs per activation row and weight on a CPU with 512-bit FMA units).
-#define KV_512_TARGET "avx2,fma,f16c,avx512f,avx512dq"
+#define KV_512_TARGET "avx2,fma,f16c,avx512f,avx512dq,avx512vl"
+// The most activation rows a tile takes: 24 accumulators, two weight vectors and a broadcast in 32 registers.
+#define KV_512_ROWS 12
 #define KV_512_INLINE __attribute__((target(KV_512_TARGET), always_inline)) static inline
 
 // Sixteen weights at p (floats, or halfs converted exactly): rows a and b's chunk of a packed group.
@@ -218,25 +220,28 @@ KV_512_INLINE __m512 load_row_pair(const char *p, int halfs) {
     return halfs ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)) : _mm512_loadu_ps((const float *)p);
 }
 
-// R activation rows (1...6, a constant once inlined) by the packed group of four weight rows at
+// R activation rows (1...KV_512_ROWS, a constant once inlined) by the packed group of four weight rows at
 // `group` (elements of `size` bytes): dots[j][t] the reduced eight lane sums of weight row j and
 // activation row t, before the tail. Prefetches `lines` cache lines from `ahead` spread over its steps.
 KV_512_INLINE void group_dots512(const int R, const int halfs, const float *x, ptrdiff_t ldx, const char *group,
-                                 ptrdiff_t k, float dots[4][6], const char *ahead, ptrdiff_t lines) {
+                                 ptrdiff_t k, float dots[4][KV_512_ROWS], const char *ahead, ptrdiff_t lines) {
     const ptrdiff_t size = halfs ? 2 : 4, end = k - k % 8, steps = end > 8 ? end / 8 : 1;
     ptrdiff_t spread = 0;
-    __m512 lo[6], hi[6];   // rows 0-1 and rows 2-3, per activation row
+    __m512 lo[KV_512_ROWS], hi[KV_512_ROWS];   // rows 0-1 and rows 2-3, per activation row
+#pragma clang loop unroll(full)
     for (int t = 0; t < R; t++) lo[t] = hi[t] = _mm512_setzero_ps();
     for (ptrdiff_t i = 0; i < end; i += 8) {
         for (spread += lines; spread >= steps; spread -= steps, ahead += 64) _mm_prefetch(ahead, _MM_HINT_T0);
         const char *chunk = group + 4 * i * size;
         __m512 w01 = load_row_pair(chunk, halfs), w23 = load_row_pair(chunk + 16 * size, halfs);
-        for (int t = 0; t < R; t++) {
+    #pragma clang loop unroll(full)
+    for (int t = 0; t < R; t++) {
             __m512 v = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + t * ldx + i));
             lo[t] = _mm512_fmadd_ps(v, w01, lo[t]);
             hi[t] = _mm512_fmadd_ps(v, w23, hi[t]);
         }
     }
+#pragma clang loop unroll(full)
     for (int t = 0; t < R; t++) {
         dots[0][t] = reduce8(_mm512_castps512_ps256(lo[t]));
         dots[1][t] = reduce8(_mm512_extractf32x8_ps(lo[t], 1));
@@ -250,28 +255,33 @@ KV_512_INLINE void group_dots512(const int R, const int halfs, const float *x, p
 #define KV_GROUP_DOTS(R, halfs, name)                                                                             \
     __attribute__((target(KV_512_TARGET), noinline)) static void name(const float *x, ptrdiff_t ldx,              \
                                                                       const char *group, ptrdiff_t k,             \
-                                                                      float dots[4][6], const char *ahead,        \
+                                                                      float dots[4][KV_512_ROWS], const char *ahead,        \
                                                                       ptrdiff_t lines) {                          \
         group_dots512(R, halfs, x, ldx, group, k, dots, ahead, lines);                                            \
     }
 KV_GROUP_DOTS(1, 0, dots512_f32_1) KV_GROUP_DOTS(2, 0, dots512_f32_2) KV_GROUP_DOTS(3, 0, dots512_f32_3)
 KV_GROUP_DOTS(4, 0, dots512_f32_4) KV_GROUP_DOTS(5, 0, dots512_f32_5) KV_GROUP_DOTS(6, 0, dots512_f32_6)
+KV_GROUP_DOTS(7, 0, dots512_f32_7) KV_GROUP_DOTS(8, 0, dots512_f32_8) KV_GROUP_DOTS(9, 0, dots512_f32_9)
+KV_GROUP_DOTS(10, 0, dots512_f32_10) KV_GROUP_DOTS(11, 0, dots512_f32_11) KV_GROUP_DOTS(12, 0, dots512_f32_12)
 KV_GROUP_DOTS(1, 1, dots512_f16_1) KV_GROUP_DOTS(2, 1, dots512_f16_2) KV_GROUP_DOTS(3, 1, dots512_f16_3)
 KV_GROUP_DOTS(4, 1, dots512_f16_4) KV_GROUP_DOTS(5, 1, dots512_f16_5) KV_GROUP_DOTS(6, 1, dots512_f16_6)
+KV_GROUP_DOTS(7, 1, dots512_f16_7) KV_GROUP_DOTS(8, 1, dots512_f16_8) KV_GROUP_DOTS(9, 1, dots512_f16_9)
+KV_GROUP_DOTS(10, 1, dots512_f16_10) KV_GROUP_DOTS(11, 1, dots512_f16_11) KV_GROUP_DOTS(12, 1, dots512_f16_12)
 #undef KV_GROUP_DOTS
-typedef void (*group_dots512_fn)(const float *, ptrdiff_t, const char *, ptrdiff_t, float[4][6], const char *, ptrdiff_t);
-static const group_dots512_fn group_dots512_by_rows[2][6] = {
-    {dots512_f32_1, dots512_f32_2, dots512_f32_3, dots512_f32_4, dots512_f32_5, dots512_f32_6},
-    {dots512_f16_1, dots512_f16_2, dots512_f16_3, dots512_f16_4, dots512_f16_5, dots512_f16_6}};
+typedef void (*group_dots512_fn)(const float *, ptrdiff_t, const char *, ptrdiff_t, float[4][KV_512_ROWS], const char *, ptrdiff_t);
+static const group_dots512_fn group_dots512_by_rows[2][KV_512_ROWS] = {
+    {dots512_f32_1, dots512_f32_2, dots512_f32_3, dots512_f32_4, dots512_f32_5, dots512_f32_6, dots512_f32_7, dots512_f32_8, dots512_f32_9, dots512_f32_10, dots512_f32_11, dots512_f32_12},
+    {dots512_f16_1, dots512_f16_2, dots512_f16_3, dots512_f16_4, dots512_f16_5, dots512_f16_6, dots512_f16_7, dots512_f16_8, dots512_f16_9, dots512_f16_10, dots512_f16_11, dots512_f16_12},
+};
 
 // Packed weights (`outputs` rows of k, groups of four; float32 or `halfs`) times `rows` activation
-// rows, as the AVX2 body computes them: per group, tiles of at most six activation rows (balanced),
+// rows, as the AVX2 body computes them: per group, tiles of at most KV_512_ROWS activation rows (balanced),
 // each tile prefetching its share of the bytes read next (the next group, or `after` for the last).
 KV_512_INLINE void packed512(const int halfs, const float *x, ptrdiff_t ldx, ptrdiff_t rows, const void *w,
                              ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta,
                              const char *after, ptrdiff_t afterBytes) {
     const ptrdiff_t size = halfs ? 2 : 4, groupBytes = KV_PACK_GROUP * k * size;
-    const ptrdiff_t tiles = (rows + 5) / 6;
+    const ptrdiff_t tiles = (rows + KV_512_ROWS - 1) / KV_512_ROWS;
     ptrdiff_t n = 0;
     for (; n + KV_PACK_GROUP <= outputs; n += KV_PACK_GROUP) {
         const char *group = (const char *)w + n * k * size;
@@ -283,7 +293,7 @@ KV_512_INLINE void packed512(const int halfs, const float *x, ptrdiff_t ldx, ptr
             const float *xt = x + t * ldx;
             const char *ahead = next ? next + 64 * tile * share : NULL;
             ptrdiff_t lines = next ? share : 0;
-            float dots[4][6];
+            float dots[4][KV_512_ROWS];
             group_dots512_by_rows[halfs][r - 1](xt, ldx, group, k, dots, ahead, lines);
             for (int j = 0; j < KV_PACK_GROUP; j++)
                 for (ptrdiff_t u = 0; u < r; u++) {
@@ -322,7 +332,7 @@ __attribute__((target(KV_512_TARGET))) static void packed512_f16(const float *x,
 static int use_avx512 = 0, has_avx512 = 0;
 __attribute__((constructor)) static void detect_avx512(void) {
     __builtin_cpu_init();
-    has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx2")
+    has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2")
                  && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     const char *choice = getenv("KVSESSION_AVX512");
     use_avx512 = has_avx512 && (choice ? strcmp(choice, "0") != 0 : 1);
