@@ -23,9 +23,9 @@ struct SkinnyAVX512Tests {
     }
 
     /// Activation rows that make every tile height from 2 to 12 (13, 16, 23 and 64 rows split into
-    /// balanced tiles of at most 12), decode (which stays on AVX2), a partial last group of weight
+    /// balanced tiles of at most 12), decode (float32: tiles of two groups and a lone last group), a partial last group of weight
     /// rows (the last two shapes), and k with and without a tail.
-    static let shapes = [(1, 8, 16), (2, 4, 8), (3, 8, 77), (4, 12, 768), (5, 16, 13), (6, 8, 40), (7, 20, 100),
+    static let shapes = [(1, 8, 16), (1, 20, 100), (1, 4, 9), (2, 4, 8), (3, 8, 77), (4, 12, 768), (5, 16, 13), (6, 8, 40), (7, 20, 100),
                          (10, 4, 24), (12, 8, 16), (13, 12, 77), (16, 8, 64), (23, 4, 35), (64, 8, 24), (2, 10, 9),
                          (9, 7, 33)]
 
