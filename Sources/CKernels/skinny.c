@@ -375,6 +375,8 @@ int kv_set_skinny_avx512(int on) { return __atomic_exchange_n(&use_avx512, has_a
 
 int kv_has_avx512(void) { return has_avx512; }
 
+int kv_uses_skinny_avx512(void) { return __atomic_load_n(&use_avx512, __ATOMIC_RELAXED); }
+
 int kv_set_half_split_tile(int on) { return __atomic_exchange_n(&split_tile, on != 0, __ATOMIC_RELAXED); }
 
 ptrdiff_t kv_count_nonfinite_halfs(const uint16_t *w, ptrdiff_t n) {

@@ -92,10 +92,12 @@ struct SkinnyAVX512Tests {
         #expect(worst <= 1e-5, "worst absolute error \(worst)")
     }
 
-    /// The switch reports the previous choice, and turning it back restores it.
+    /// The switch reports the previous choice, the getters follow it, and turning it back restores it.
     @Test func setSkinnyAVX512_returnsThePreviousChoice() {
         let original = kv_set_skinny_avx512(1)
+        #expect(kv_uses_skinny_avx512() == 1 && Kernels.skinnyKernels == "avx512")
         #expect(kv_set_skinny_avx512(0) == 1)
+        #expect(kv_uses_skinny_avx512() == 0 && Kernels.skinnyKernels == (Kernels.usesAVX2 ? "avx2" : "portable"))
         #expect(kv_set_skinny_avx512(original) == 0)
     }
 

@@ -77,6 +77,8 @@ int kv_set_half_split_tile(int on);
 int kv_set_skinny_avx512(int on);
 /// 1 when the CPU can run the AVX-512 tiles (whether or not they are switched on), else 0.
 int kv_has_avx512(void);
+/// 1 when the AVX-512 tiles are switched on (and so run), else 0.
+int kv_uses_skinny_avx512(void);
 /// How many of the n halfs at w are infinities or NaNs.
 ptrdiff_t kv_count_nonfinite_halfs(const uint16_t *w, ptrdiff_t n);
 /// Packs `rows` (a multiple of G) dense rows of k elements in place; `group` holds Gk elements.
