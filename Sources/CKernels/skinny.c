@@ -234,8 +234,8 @@ KV_512_INLINE void group_dots512(const int R, const int halfs, const float *x, p
         for (spread += lines; spread >= steps; spread -= steps, ahead += 64) _mm_prefetch(ahead, _MM_HINT_T0);
         const char *chunk = group + 4 * i * size;
         __m512 w01 = load_row_pair(chunk, halfs), w23 = load_row_pair(chunk + 16 * size, halfs);
-    #pragma clang loop unroll(full)
-    for (int t = 0; t < R; t++) {
+#pragma clang loop unroll(full)
+        for (int t = 0; t < R; t++) {
             __m512 v = _mm512_broadcast_f32x8(_mm256_loadu_ps(x + t * ldx + i));
             lo[t] = _mm512_fmadd_ps(v, w01, lo[t]);
             hi[t] = _mm512_fmadd_ps(v, w23, hi[t]);
@@ -252,12 +252,11 @@ KV_512_INLINE void group_dots512(const int R, const int halfs, const float *x, p
 
 // group_dots512 for each R and element type as a function of its own: its loop then has every
 // register to itself (inlined into the driver, clang reloaded the row pointers from the stack).
-#define KV_GROUP_DOTS(R, halfs, name)                                                                             \
-    __attribute__((target(KV_512_TARGET), noinline)) static void name(const float *x, ptrdiff_t ldx,              \
-                                                                      const char *group, ptrdiff_t k,             \
-                                                                      float dots[4][KV_512_ROWS], const char *ahead,        \
-                                                                      ptrdiff_t lines) {                          \
-        group_dots512(R, halfs, x, ldx, group, k, dots, ahead, lines);                                            \
+#define KV_GROUP_DOTS(R, halfs, name)                                                                     \
+    __attribute__((target(KV_512_TARGET), noinline)) static void name(                                    \
+        const float *x, ptrdiff_t ldx, const char *group, ptrdiff_t k, float dots[4][KV_512_ROWS],         \
+        const char *ahead, ptrdiff_t lines) {                                                             \
+        group_dots512(R, halfs, x, ldx, group, k, dots, ahead, lines);                                    \
     }
 KV_GROUP_DOTS(1, 0, dots512_f32_1) KV_GROUP_DOTS(2, 0, dots512_f32_2) KV_GROUP_DOTS(3, 0, dots512_f32_3)
 KV_GROUP_DOTS(4, 0, dots512_f32_4) KV_GROUP_DOTS(5, 0, dots512_f32_5) KV_GROUP_DOTS(6, 0, dots512_f32_6)
@@ -270,8 +269,10 @@ KV_GROUP_DOTS(10, 1, dots512_f16_10) KV_GROUP_DOTS(11, 1, dots512_f16_11) KV_GRO
 #undef KV_GROUP_DOTS
 typedef void (*group_dots512_fn)(const float *, ptrdiff_t, const char *, ptrdiff_t, float[4][KV_512_ROWS], const char *, ptrdiff_t);
 static const group_dots512_fn group_dots512_by_rows[2][KV_512_ROWS] = {
-    {dots512_f32_1, dots512_f32_2, dots512_f32_3, dots512_f32_4, dots512_f32_5, dots512_f32_6, dots512_f32_7, dots512_f32_8, dots512_f32_9, dots512_f32_10, dots512_f32_11, dots512_f32_12},
-    {dots512_f16_1, dots512_f16_2, dots512_f16_3, dots512_f16_4, dots512_f16_5, dots512_f16_6, dots512_f16_7, dots512_f16_8, dots512_f16_9, dots512_f16_10, dots512_f16_11, dots512_f16_12},
+    {dots512_f32_1, dots512_f32_2, dots512_f32_3, dots512_f32_4, dots512_f32_5, dots512_f32_6,
+     dots512_f32_7, dots512_f32_8, dots512_f32_9, dots512_f32_10, dots512_f32_11, dots512_f32_12},
+    {dots512_f16_1, dots512_f16_2, dots512_f16_3, dots512_f16_4, dots512_f16_5, dots512_f16_6,
+     dots512_f16_7, dots512_f16_8, dots512_f16_9, dots512_f16_10, dots512_f16_11, dots512_f16_12},
 };
 
 // Packed weights (`outputs` rows of k, groups of four; float32 or `halfs`) times `rows` activation
@@ -352,12 +353,14 @@ __attribute__((target(KV_512_TARGET))) static void decode512_f32(const float *x,
 #undef KV_512_INLINE
 #undef KV_512_TARGET
 
-// Whether tiles of several activation rows on packed weights run packed512: by default wherever
-// the CPU has AVX-512 F and DQ; KVSESSION_AVX512=0 or 1 chooses (kv_set_skinny_avx512 in tests).
+// Whether packed weights run the AVX-512 tiles (packed512 for several activation rows, decode512_f32
+// for one on float32): by default wherever the CPU has AVX-512 F, DQ and VL; KVSESSION_AVX512=0 or 1
+// chooses (kv_set_skinny_avx512 in tests).
 static int use_avx512 = 0, has_avx512 = 0;
 __attribute__((constructor)) static void detect_avx512(void) {
     __builtin_cpu_init();
-    has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2")
+    has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
+                 && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2")
                  && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     const char *choice = getenv("KVSESSION_AVX512");
     use_avx512 = has_avx512 && (choice ? strcmp(choice, "0") != 0 : 1);
