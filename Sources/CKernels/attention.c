@@ -264,10 +264,87 @@ KV_AVX2 static void transpose_avx2(float *kt, ptrdiff_t ldt, const float *k, ptr
 }
 #endif
 
+#if KV_X86
+// The AVX-512 body of weighted_rows_avx2: blocks of up to four output rows by up to 64 columns
+// (four 16-wide vectors, the last one masked to the columns left), so a block holds up to 16
+// accumulators and each key's value vectors feed four rows. Every lane still runs
+// fma(weight, value, acc) in key order from the same start, so each output has the AVX2 body's
+// bits (and the portable definition's); the switch is the skinny kernels' (kv_set_skinny_avx512).
+#define KV_AVX512_TARGET "avx2,fma,avx512f,avx512dq,avx512vl"
+#define KV_ROWS512 4
+
+__attribute__((target(KV_AVX512_TARGET), always_inline)) static inline void
+rows512(float *o, ptrdiff_t ldo, const float *p, ptrdiff_t ldp, const float *v, ptrdiff_t ldv, ptrdiff_t n, int add,
+        __mmask16 last, ahead_t *ahead, const int R, const int W) {
+    const char *at;
+    ptrdiff_t lines = ahead_take(ahead, &at), spread = 0;
+    __mmask16 mask[4];
+    __m512 acc[KV_ROWS512][4];
+    for (int w = 0; w < W; w++) mask[w] = w == W - 1 ? last : (__mmask16)0xffff;
+    for (int r = 0; r < R; r++)
+        for (int w = 0; w < W; w++) acc[r][w] = add ? _mm512_maskz_loadu_ps(mask[w], o + r * ldo + 16 * w) : _mm512_setzero_ps();
+    for (ptrdiff_t j = 0; j < n; j++) {
+        const float *vj = v + j * ldv;
+        for (spread += lines; spread >= n; spread -= n, at += 64) _mm_prefetch(at, _MM_HINT_T0);
+        __m512 x[4];
+        for (int w = 0; w < W; w++) x[w] = _mm512_maskz_loadu_ps(mask[w], vj + 16 * w);
+        for (int r = 0; r < R; r++) {
+            __m512 b = _mm512_set1_ps(p[r * ldp + j]);
+            for (int w = 0; w < W; w++) acc[r][w] = _mm512_fmadd_ps(b, x[w], acc[r][w]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int w = 0; w < W; w++) _mm512_mask_storeu_ps(o + r * ldo + 16 * w, mask[w], acc[r][w]);
+}
+
+typedef void (*rows512_fn)(float *, ptrdiff_t, const float *, ptrdiff_t, const float *, ptrdiff_t, ptrdiff_t, int,
+                           __mmask16, ahead_t *);
+#define KV_ROWS512_BLOCK(R, W)                                                                                     \
+    __attribute__((target(KV_AVX512_TARGET), noinline)) static void rows512_##R##x##W(                            \
+        float *o, ptrdiff_t ldo, const float *p, ptrdiff_t ldp, const float *v, ptrdiff_t ldv, ptrdiff_t n, int add, \
+        __mmask16 last, ahead_t *ahead) {                                                                            \
+        rows512(o, ldo, p, ldp, v, ldv, n, add, last, ahead, R, W);                                                  \
+    }
+KV_ROWS512_BLOCK(1, 1) KV_ROWS512_BLOCK(1, 2) KV_ROWS512_BLOCK(1, 3) KV_ROWS512_BLOCK(1, 4)
+KV_ROWS512_BLOCK(2, 1) KV_ROWS512_BLOCK(2, 2) KV_ROWS512_BLOCK(2, 3) KV_ROWS512_BLOCK(2, 4)
+KV_ROWS512_BLOCK(3, 1) KV_ROWS512_BLOCK(3, 2) KV_ROWS512_BLOCK(3, 3) KV_ROWS512_BLOCK(3, 4)
+KV_ROWS512_BLOCK(4, 1) KV_ROWS512_BLOCK(4, 2) KV_ROWS512_BLOCK(4, 3) KV_ROWS512_BLOCK(4, 4)
+static const rows512_fn rows512_blocks[KV_ROWS512][4] = {
+    {rows512_1x1, rows512_1x2, rows512_1x3, rows512_1x4}, {rows512_2x1, rows512_2x2, rows512_2x3, rows512_2x4},
+    {rows512_3x1, rows512_3x2, rows512_3x3, rows512_3x4}, {rows512_4x1, rows512_4x2, rows512_4x3, rows512_4x4}};
+
+// o = p v (add 0) or o += p v (add 1), as weighted_rows_avx2. Steps for `ahead`: one per block.
+static void weighted_rows_avx512(float *o, ptrdiff_t ldo, ptrdiff_t rows, const float *p, ptrdiff_t ldp,
+                                 const float *v, ptrdiff_t ldv, ptrdiff_t n, ptrdiff_t cols, int add, ahead_t *ahead) {
+    for (ptrdiff_t c = 0; c < cols; c += 64) {
+        ptrdiff_t width = cols - c < 64 ? cols - c : 64, vectors = (width + 15) / 16, left = width - 16 * (vectors - 1);
+        __mmask16 last = (__mmask16)(left == 16 ? 0xffff : (1u << left) - 1);
+        for (ptrdiff_t r = 0; r < rows; r += KV_ROWS512) {
+            ptrdiff_t height = rows - r < KV_ROWS512 ? rows - r : KV_ROWS512;
+            rows512_blocks[height - 1][vectors - 1](o + r * ldo + c, ldo, p + r * ldp, ldp, v + c, ldv, n, add, last, ahead);
+        }
+    }
+}
+
+// The steps weighted_rows_avx512 takes for `rows` by `cols`.
+static ptrdiff_t weighted_steps512(ptrdiff_t rows, ptrdiff_t cols) {
+    return (cols + 63) / 64 * ((rows + KV_ROWS512 - 1) / KV_ROWS512);
+}
+
+// The weighted-rows body that runs: AVX-512 where switched on, else AVX2 (same bits either way).
+static inline int weighted_rows_512(void) { return kv_uses_skinny_avx512(); }
+
+static void weighted_rows_x86(float *o, ptrdiff_t ldo, ptrdiff_t rows, const float *p, ptrdiff_t ldp,
+                              const float *v, ptrdiff_t ldv, ptrdiff_t n, ptrdiff_t cols, int add, ahead_t *ahead, int wide) {
+    if (wide) weighted_rows_avx512(o, ldo, rows, p, ldp, v, ldv, n, cols, add, ahead);
+    else weighted_rows_avx2(o, ldo, rows, p, ldp, v, ldv, n, cols, add, ahead);
+}
+#endif
+
 void kv_weighted_rows_add(float *o, ptrdiff_t ldo, ptrdiff_t rows, const float *p, ptrdiff_t ldp,
                           const float *v, ptrdiff_t ldv, ptrdiff_t n, ptrdiff_t cols) {
 #if KV_X86
-    if (kv_uses_avx2()) { weighted_rows_avx2(o, ldo, rows, p, ldp, v, ldv, n, cols, 1, NULL); return; }
+    if (kv_uses_avx2()) { weighted_rows_x86(o, ldo, rows, p, ldp, v, ldv, n, cols, 1, NULL, weighted_rows_512()); return; }
 #endif
     kv_weighted_rows_add_portable(o, ldo, rows, p, ldp, v, ldv, n, cols);
 }
@@ -306,16 +383,16 @@ static void attend_tile(const float *stacked, ptrdiff_t rows, ptrdiff_t position
                         ptrdiff_t n, ptrdiff_t tile, float *scores, float *transposed, float *stats, float *o,
                         ptrdiff_t ldo, const char *keysNext, const char *valuesNext, ptrdiff_t ahead) {
 #if KV_X86
-    int avx2 = kv_uses_avx2();
+    int avx2 = kv_uses_avx2(), wide = avx2 && weighted_rows_512();
     if (avx2 && rows >= TRANSPOSED_FROM_ROWS) {
         // A short last tile is padded with zero keys to whole blocks of 32 columns, so that no
         // score goes through the narrow edge kernels (the padded scores are never read).
         ptrdiff_t padded = (n + 31) / 32 * 32 <= tile ? (n + 31) / 32 * 32 : n;
-        ahead_t keys = ahead_over(keysNext, ahead, weighted_steps(rows, padded));
+        ahead_t keys = ahead_over(keysNext, ahead, wide ? weighted_steps512(rows, padded) : weighted_steps(rows, padded));
         transpose_avx2(transposed, tile, k, ldkv, n, headDim);
         if (padded > n)
             for (ptrdiff_t i = 0; i < headDim; i++) memset(transposed + i * tile + n, 0, (size_t)(padded - n) * sizeof(float));
-        weighted_rows_avx2(scores, tile, rows, stacked, headDim, transposed, tile, headDim, padded, 0, &keys);
+        weighted_rows_x86(scores, tile, rows, stacked, headDim, transposed, tile, headDim, padded, 0, &keys, wide);
     } else if (avx2) {
         ahead_t keys = ahead_over(keysNext, ahead, n / 4);
         attention_scores_avx2(stacked, headDim, rows, k, ldkv, n, headDim, scores, tile, 1, &keys);
@@ -341,8 +418,8 @@ static void attend_tile(const float *stacked, ptrdiff_t rows, ptrdiff_t position
     }
 #if KV_X86
     if (avx2) {
-        ahead_t values = ahead_over(valuesNext, ahead, weighted_steps(rows, headDim));
-        weighted_rows_avx2(o, ldo, rows, scores, tile, v, ldkv, n, headDim, 1, &values);
+        ahead_t values = ahead_over(valuesNext, ahead, wide ? weighted_steps512(rows, headDim) : weighted_steps(rows, headDim));
+        weighted_rows_x86(o, ldo, rows, scores, tile, v, ldkv, n, headDim, 1, &values, wide);
         return;
     }
 #endif

@@ -149,6 +149,52 @@ KV_AVX2 static float exp_sub_sum_avx2(float *x, ptrdiff_t n, float max) {
     return sum;
 }
 
+// ---- AVX-512 bodies with the AVX2 bodies' bits, where the skinny kernels' switch allows ----
+
+#define KV_AVX512 __attribute__((target("avx2,fma,avx512f,avx512dq,avx512vl")))
+#define KV_AVX512_INLINE __attribute__((target("avx2,fma,avx512f,avx512dq,avx512vl"), always_inline)) static inline
+
+// exp8's operations, sixteen lanes at a time.
+KV_AVX512_INLINE __m512 exp16(__m512 x) {
+    x = _mm512_min_ps(x, _mm512_set1_ps(EXP_HIGH));
+    x = _mm512_max_ps(x, _mm512_set1_ps(EXP_LOW));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_HIGH), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_LOW), r);
+    __m512 p = _mm512_set1_ps(exp_poly[0]);
+    for (int i = 1; i < 6; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(exp_poly[i]));
+    __m512 y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+}
+
+// exp_sub_sum_avx2 with half as many exponentials: each 512-bit result's halves are two of its
+// eight-lane vectors, added to the one eight-lane accumulator in the same order, so the
+// exponentials and the sum keep their bits.
+KV_AVX512 static float exp_sub_sum_avx512(float *x, ptrdiff_t n, float max) {
+    ptrdiff_t end = n - n % 8, i;
+    __m512 m = _mm512_set1_ps(max);
+    __m256 acc = _mm256_setzero_ps();
+    for (i = 0; i + 32 <= end; i += 32) {
+        __m512 e01 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), m)), e23 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), m));
+        _mm512_storeu_ps(x + i, e01);
+        _mm512_storeu_ps(x + i + 16, e23);
+        acc = _mm256_add_ps(_mm256_add_ps(acc, _mm512_castps512_ps256(e01)), _mm512_extractf32x8_ps(e01, 1));
+        acc = _mm256_add_ps(_mm256_add_ps(acc, _mm512_castps512_ps256(e23)), _mm512_extractf32x8_ps(e23, 1));
+    }
+    for (; i < end; i += 8) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm512_castps512_ps256(m)));
+        _mm256_storeu_ps(x + i, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    float sum = sum8(acc);
+    for (i = end; i < n; i++) {
+        x[i] = exp_portable(x[i] - max);
+        sum += x[i];
+    }
+    return sum;
+}
+
 KV_AVX2 static float exp_shifted_sum_avx2(float *x, ptrdiff_t n) { return exp_sub_sum_avx2(x, n, max_avx2(x, n)); }
 
 KV_AVX2 static float sum_avx2(const float *x, ptrdiff_t n) {
@@ -204,6 +250,7 @@ static float exp_shifted_sum_avx2(float *x, ptrdiff_t n) { return kv_exp_shifted
 static float max_avx2(const float *x, ptrdiff_t n) { return kv_max_portable(x, n); }
 static float sum_avx2(const float *x, ptrdiff_t n) { return kv_sum_portable(x, n); }
 static float exp_sub_sum_avx2(float *x, ptrdiff_t n, float s) { return kv_exp_sub_sum_portable(x, n, s); }
+static float exp_sub_sum_avx512(float *x, ptrdiff_t n, float s) { return kv_exp_sub_sum_portable(x, n, s); }
 static void swiglu_avx2(float *g, const float *u, ptrdiff_t n) { kv_swiglu_portable(g, u, n); }
 static void rmsnorm_avx2(float *d, const float *x, const float *w, ptrdiff_t n, float e) { kv_rmsnorm_portable(d, x, w, n, e); }
 #endif
@@ -223,7 +270,8 @@ float kv_max(const float *x, ptrdiff_t n) {
 }
 
 float kv_exp_sub_sum(float *x, ptrdiff_t n, float shift) {
-    return has_avx2 ? exp_sub_sum_avx2(x, n, shift) : kv_exp_sub_sum_portable(x, n, shift);
+    if (!has_avx2) return kv_exp_sub_sum_portable(x, n, shift);
+    return kv_uses_skinny_avx512() ? exp_sub_sum_avx512(x, n, shift) : exp_sub_sum_avx2(x, n, shift);
 }
 
 void kv_swiglu(float *gate, const float *up, ptrdiff_t n) {

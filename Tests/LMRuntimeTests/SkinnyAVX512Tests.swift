@@ -4,10 +4,11 @@ import Foundation
 import LMTestSupport
 import Testing
 
-/// The AVX-512 tiles for several activation rows on packed weights (`kv_set_skinny_avx512`), forced
-/// on and off: every element gets the AVX2 body's bits (its eight-lane sums in k order, the same
-/// reduction and tail), for float32 and half weights, in the chunked half path, and through a
-/// model's forward pass. They run only where the CPU has AVX-512 F and DQ, and say so elsewhere.
+/// The AVX-512 bodies (`kv_set_skinny_avx512`), forced on and off: the tiles for several activation
+/// rows on packed weights give every element the AVX2 body's bits (its eight-lane sums in k order,
+/// the same reduction and tail), for float32 and half weights and in the chunked half path; the
+/// attention's weighted-rows products and softmax exponentials give theirs; and so does a model's
+/// forward pass. They run only where the CPU has AVX-512 F and DQ, and say so elsewhere.
 /// Serialized: the tests switch the process-wide choice (results never depend on it, so other
 /// suites running meanwhile are unaffected).
 @Suite(.serialized, .enabled(if: kv_has_avx512() != 0, "this CPU lacks AVX-512 F/DQ: the AVX-512 tiles never run here"))
@@ -23,11 +24,12 @@ struct SkinnyAVX512Tests {
     }
 
     /// Activation rows that make every tile height from 2 to 12 (13, 16, 23 and 64 rows split into
-    /// balanced tiles of at most 12), decode (float32: tiles of two groups and a lone last group), a partial last group of weight
-    /// rows (the last two shapes), and k with and without a tail.
+    /// balanced tiles of at most 12), decode (float32: tiles of two groups and a lone last group),
+    /// 3 to 6 rows in tiles of two groups with and without a lone last group, a partial last group
+    /// of weight rows (the last five shapes), and k with and without a tail.
     static let shapes = [(1, 8, 16), (1, 20, 100), (1, 4, 9), (2, 4, 8), (3, 8, 77), (4, 12, 768), (5, 16, 13), (6, 8, 40), (7, 20, 100),
                          (10, 4, 24), (12, 8, 16), (13, 12, 77), (16, 8, 64), (23, 4, 35), (64, 8, 24), (2, 10, 9),
-                         (9, 7, 33)]
+                         (9, 7, 33), (3, 10, 19), (6, 22, 40), (4, 29, 24), (5, 3, 8)]
 
     /// `kernel` on `rows` activation rows and `outputs` weight rows of `k`, onto `start`, with the
     /// AVX-512 tiles on and then off: the two results' bit patterns.
@@ -90,6 +92,64 @@ struct SkinnyAVX512Tests {
             }
         }
         #expect(worst <= 1e-5, "worst absolute error \(worst)")
+    }
+
+    /// The attention's `o += p·v` (also its score product, on a transposed key tile) with the
+    /// AVX-512 blocks on and off, and the portable definition: the same bits for row counts around
+    /// the block height, column counts around 16 and 64 (masked last vectors), and several key counts.
+    @Test func weightedRowsAdd_givesTheSameBitsWithAVX512OnOrOff() {
+        var mismatches: [String] = []
+        for cols in [3, 8, 16, 20, 64, 70, 128, 131] {
+            for (rows, n) in [(1, 1), (2, 5), (3, 130), (4, 17), (5, 64), (9, 33), (24, 128)] {
+                let ldo = cols + 1, ldp = n + 3, ldv = cols + 7
+                let p = CKernelsTests.values(rows * ldp, seed: UInt64(cols * 10 + rows), scale: 1), v = CKernelsTests.values(n * ldv, seed: UInt64(n + 7), scale: 1)
+                let start = CKernelsTests.values(rows * ldo, seed: UInt64(cols + 999), scale: 1)
+                let ways = Self.bothWays(rows: rows, outputs: ldo, k: n, start: start) { kv_weighted_rows_add($0, ldo, rows, p, ldp, v, ldv, n, cols) }
+                var portable = start
+                kv_weighted_rows_add_portable(&portable, ldo, rows, p, ldp, v, ldv, n, cols)
+                if ways.on != ways.off || ways.on != portable.map(\.bitPattern) { mismatches.append("rows \(rows) n \(n) cols \(cols)") }
+            }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches)")
+    }
+
+    /// The softmax step's exponentials and their sum with the AVX-512 body on and off: the same
+    /// bits for lengths around its steps of 32 and the eight-wide and scalar tails, and for inputs
+    /// past the clamps at both ends.
+    @Test func expSubSum_givesTheSameBitsWithAVX512OnOrOff() {
+        for n in [1, 7, 8, 9, 31, 32, 33, 40, 64, 100, 128, 300] {
+            var x = CKernelsTests.values(n, seed: UInt64(n), scale: 30)
+            if n > 3 { x[1] = 500; x[2] = -500 }
+            let shift = x.max()! - 2
+            func run(_ on: Bool) -> (values: [UInt32], sum: UInt32) {
+                var y = x
+                let sum = Self.withAVX512(on) { kv_exp_sub_sum(&y, n, shift) }
+                return (y.map(\.bitPattern), sum.bitPattern)
+            }
+            let on = run(true), off = run(false)
+            #expect(on.values == off.values && on.sum == off.sum, "n \(n)")
+        }
+    }
+
+    /// Few-query attention (1 to 32 new tokens, both the dot-product and the transposed score
+    /// paths) and the blocked path (40 tokens) over 700 keys, with the AVX-512 bodies on and off:
+    /// the same output bits.
+    @Test func causalAttention_givesTheSameBitsWithAVX512OnOrOff() {
+        let shape = FewQueryAttentionTests.Shape(heads: 12, kvHeads: 4, headDim: 64)
+        for t in [1, 3, 4, 8, 16, 32, 40] {
+            let keyCount = 700
+            let q = Matrix.zeros(rows: t, cols: shape.heads * shape.headDim)
+            let k = Matrix.zeros(rows: keyCount, cols: shape.kvHeads * shape.headDim), v = Matrix.zeros(rows: keyCount, cols: k.cols)
+            Kernels.fillUniform(q, seed: 31, scale: 2)
+            Kernels.fillUniform(k, seed: 32, scale: 2)
+            Kernels.fillUniform(v, seed: 33, scale: 1)
+            func run(_ on: Bool) -> [UInt32] {
+                Self.withAVX512(on) {
+                    FewQueryAttentionTests.attention(shape, queries: q, keys: k, values: v, workers: 2).toArray().map(\.bitPattern)
+                }
+            }
+            #expect(run(true) == run(false), "t=\(t)")
+        }
     }
 
     /// The switch reports the previous choice, the getters follow it, and turning it back restores it.
