@@ -180,7 +180,8 @@ struct SkinnyAVX512Tests {
             }
         }
         let on = try run(true), off = try run(false)
-        #expect(on.logits == off.logits)
-        #expect(on.keys.map(\.bitPattern) == off.keys.map(\.bitPattern))
+        let sameLogits = on.logits == off.logits, sameKeys = on.keys.map(\.bitPattern) == off.keys.map(\.bitPattern)
+        #expect(sameLogits, "logits differ with the AVX-512 bodies on and off")
+        #expect(sameKeys, "cached keys differ with the AVX-512 bodies on and off")
     }
 }
