@@ -85,18 +85,24 @@ void kv_rmsnorm_portable(float *dst, const float *x, const float *weight, ptrdif
 #define KV_AVX2 __attribute__((target("avx2,fma")))
 #define KV_AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) static inline
 
-KV_AVX2_INLINE __m256 exp8(__m256 x) {
-    x = _mm256_min_ps(x, _mm256_set1_ps(EXP_HIGH));
-    x = _mm256_max_ps(x, _mm256_set1_ps(EXP_LOW));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_HIGH), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_LOW), r);
-    __m256 p = _mm256_set1_ps(exp_poly[0]);
-    for (int i = 1; i < 6; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(exp_poly[i]));
-    __m256 y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-}
+// The exponential's operations on a vector of W bits (256 or 512; every lane the same arithmetic
+// at either width): clamp, x = n·ln2 + r with n rounded to nearest (ROUND), the polynomial in r,
+// then the scale 2^n built from exponent bits.
+#define KV_EXP_VECTOR(ATTRIBUTES, NAME, W, ROUND)                                                               \
+    ATTRIBUTES __m##W NAME(__m##W x) {                                                                           \
+        x = _mm##W##_min_ps(x, _mm##W##_set1_ps(EXP_HIGH));                                                      \
+        x = _mm##W##_max_ps(x, _mm##W##_set1_ps(EXP_LOW));                                                       \
+        __m##W n = ROUND(_mm##W##_mul_ps(x, _mm##W##_set1_ps(LOG2E)));                                           \
+        __m##W r = _mm##W##_fnmadd_ps(n, _mm##W##_set1_ps(LN2_HIGH), x);                                         \
+        r = _mm##W##_fnmadd_ps(n, _mm##W##_set1_ps(LN2_LOW), r);                                                 \
+        __m##W p = _mm##W##_set1_ps(exp_poly[0]);                                                                \
+        for (int i = 1; i < 6; i++) p = _mm##W##_fmadd_ps(p, r, _mm##W##_set1_ps(exp_poly[i]));                  \
+        __m##W y = _mm##W##_fmadd_ps(p, _mm##W##_mul_ps(r, r), _mm##W##_add_ps(r, _mm##W##_set1_ps(1.0f)));      \
+        __m##W##i e = _mm##W##_slli_epi32(_mm##W##_add_epi32(_mm##W##_cvtps_epi32(n), _mm##W##_set1_epi32(127)), 23); \
+        return _mm##W##_mul_ps(y, _mm##W##_castsi##W##_ps(e));                                                  \
+    }
+#define KV_ROUND8(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+KV_EXP_VECTOR(KV_AVX2_INLINE, exp8, 256, KV_ROUND8)
 
 KV_AVX2_INLINE float sum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -121,6 +127,23 @@ KV_AVX2 static float max_avx2(const float *x, ptrdiff_t n) {
     return max;
 }
 
+// The end of exp_sub_sum on either body, from element i on, onto its accumulator `acc`: eight
+// at a time up to the last whole eight, the eight lanes summed, then the scalar tail.
+KV_AVX2_INLINE float exp_sub_sum_rest(float *x, ptrdiff_t i, ptrdiff_t n, float max, __m256 acc) {
+    ptrdiff_t end = n - n % 8;
+    for (; i < end; i += 8) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(max)));
+        _mm256_storeu_ps(x + i, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    float sum = sum8(acc);
+    for (i = end; i < n; i++) {
+        x[i] = exp_portable(x[i] - max);
+        sum += x[i];
+    }
+    return sum;
+}
+
 KV_AVX2 static float exp_sub_sum_avx2(float *x, ptrdiff_t n, float max) {
     ptrdiff_t end = n - n % 8, i;
     __m256 m = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
@@ -136,17 +159,7 @@ KV_AVX2 static float exp_sub_sum_avx2(float *x, ptrdiff_t n, float max) {
         _mm256_storeu_ps(x + i + 24, e3);
         acc = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc, e0), e1), e2), e3);
     }
-    for (; i < end; i += 8) {
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
-        _mm256_storeu_ps(x + i, e);
-        acc = _mm256_add_ps(acc, e);
-    }
-    float sum = sum8(acc);
-    for (i = end; i < n; i++) {
-        x[i] = exp_portable(x[i] - max);
-        sum += x[i];
-    }
-    return sum;
+    return exp_sub_sum_rest(x, i, n, max, acc);
 }
 
 // ---- AVX-512 bodies with the AVX2 bodies' bits, where the skinny kernels' switch allows ----
@@ -155,18 +168,8 @@ KV_AVX2 static float exp_sub_sum_avx2(float *x, ptrdiff_t n, float max) {
 #define KV_AVX512_INLINE __attribute__((target("avx2,fma,avx512f,avx512dq,avx512vl"), always_inline)) static inline
 
 // exp8's operations, sixteen lanes at a time.
-KV_AVX512_INLINE __m512 exp16(__m512 x) {
-    x = _mm512_min_ps(x, _mm512_set1_ps(EXP_HIGH));
-    x = _mm512_max_ps(x, _mm512_set1_ps(EXP_LOW));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_HIGH), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_LOW), r);
-    __m512 p = _mm512_set1_ps(exp_poly[0]);
-    for (int i = 1; i < 6; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(exp_poly[i]));
-    __m512 y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
-}
+#define KV_ROUND16(v) _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+KV_EXP_VECTOR(KV_AVX512_INLINE, exp16, 512, KV_ROUND16)
 
 // exp_sub_sum_avx2 with half as many exponentials: each 512-bit result's halves are two of its
 // eight-lane vectors, added to the one eight-lane accumulator in the same order, so the
@@ -182,17 +185,7 @@ KV_AVX512 static float exp_sub_sum_avx512(float *x, ptrdiff_t n, float max) {
         acc = _mm256_add_ps(_mm256_add_ps(acc, _mm512_castps512_ps256(e01)), _mm512_extractf32x8_ps(e01, 1));
         acc = _mm256_add_ps(_mm256_add_ps(acc, _mm512_castps512_ps256(e23)), _mm512_extractf32x8_ps(e23, 1));
     }
-    for (; i < end; i += 8) {
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm512_castps512_ps256(m)));
-        _mm256_storeu_ps(x + i, e);
-        acc = _mm256_add_ps(acc, e);
-    }
-    float sum = sum8(acc);
-    for (i = end; i < n; i++) {
-        x[i] = exp_portable(x[i] - max);
-        sum += x[i];
-    }
-    return sum;
+    return exp_sub_sum_rest(x, i, n, max, acc);
 }
 
 KV_AVX2 static float exp_shifted_sum_avx2(float *x, ptrdiff_t n) { return exp_sub_sum_avx2(x, n, max_avx2(x, n)); }

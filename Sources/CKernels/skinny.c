@@ -431,9 +431,10 @@ __attribute__((target(KV_512_TARGET))) static void decode512_f32(const float *x,
 #undef KV_512_INLINE
 #undef KV_512_TARGET
 
-// Whether packed weights run the AVX-512 tiles (packed512 for several activation rows, decode512_f32
+// Whether the AVX-512 bodies run (here: packed512 for several activation rows, decode512_f32
 // for one on float32): by default wherever the CPU has AVX-512 F, DQ and VL; KVSESSION_AVX512=0 or 1
-// chooses (kv_set_skinny_avx512 in tests).
+// chooses (kv_set_skinny_avx512 in tests). The attention (attention.c) and exponential (elementwise.c)
+// bodies follow the same switch through kv_uses_skinny_avx512.
 static int use_avx512 = 0, has_avx512 = 0;
 __attribute__((constructor)) static void detect_avx512(void) {
     __builtin_cpu_init();

@@ -70,10 +70,12 @@ void kv_skinny_gemm_f16_packed_finite(const float *x, ptrdiff_t ldx, ptrdiff_t r
 /// returns the previous choice. Default: on for the Zen 1 family (F16C on 128-bit units), off
 /// elsewhere; KVSESSION_HALF_SPLIT=0 or 1 overrides it. Results are the same bits either way.
 int kv_set_half_split_tile(int on);
-/// Turns the AVX-512 tiles on packed weights (several activation rows on float32 and half, decode
-/// on float32) on (1) or off (0) and returns the previous choice; a CPU without AVX-512 F, DQ and VL
-/// stays off. Default: on where the CPU has them; KVSESSION_AVX512=0 or 1 overrides it. Each element
-/// gets the AVX2 body's arithmetic either way, so results are the same bits.
+/// Turns the AVX-512 bodies on (1) or off (0) and returns the previous choice: the tiles on packed
+/// weights (several activation rows on float32 and half, decode on float32), the attention's
+/// weighted-rows products (kv_weighted_rows_add, and the few-query scores and values) and the
+/// softmax exponentials (kv_exp_sub_sum). A CPU without AVX-512 F, DQ and VL stays off. Default: on
+/// where the CPU has them; KVSESSION_AVX512=0 or 1 overrides it. Each element gets the AVX2 body's
+/// arithmetic either way, so results are the same bits.
 int kv_set_skinny_avx512(int on);
 /// 1 when the CPU can run the AVX-512 tiles (whether or not they are switched on), else 0.
 int kv_has_avx512(void);

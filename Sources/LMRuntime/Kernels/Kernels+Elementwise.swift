@@ -133,8 +133,9 @@ extension Kernels {
     /// Whether projections over half weights run the AVX2+FMA+F16C bodies.
     package static var usesF16C: Bool { kv_uses_f16c() != 0 }
 
-    /// The skinny projection kernels' widest body in use: `avx512` (packed weights on a CPU with
-    /// AVX-512 F, DQ and VL, unless `KVSESSION_AVX512=0`), `avx2` or `portable`.
+    /// The widest body the skinny projection kernels and the few-query attention use: `avx512`
+    /// (packed weights, attention products and exponentials on a CPU with AVX-512 F, DQ and VL,
+    /// unless `KVSESSION_AVX512=0`), `avx2` or `portable`.
     package static var skinnyKernels: String {
         kv_uses_skinny_avx512() != 0 ? "avx512" : usesAVX2 ? "avx2" : "portable"
     }
