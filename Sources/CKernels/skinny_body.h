@@ -184,6 +184,9 @@ SKINNY_FN void SKINNY_NAME(tile4x1)(const float *x, const SKINNY_W *w, ptrdiff_t
 SKINNY_FN void SKINNY_NAME(tile8x1)(const float *x, const SKINNY_W *w, ptrdiff_t n, ptrdiff_t ldw, ptrdiff_t k,
                                     float *y, float alpha, float beta, const char *ahead, ptrdiff_t lines) {
     ptrdiff_t steps = k >= 16 ? k / 8 : 1, spread = 0;
+#if SKINNY_PACKED
+    (void)steps, (void)spread, (void)lines;   // packed: each step prefetches its own fixed lines
+#endif
 #else
 SKINNY_FN __attribute__((noinline)) void SKINNY_NAME(tile8x1)(const float *x, const SKINNY_W *w, ptrdiff_t n, ptrdiff_t ldw,
                                                               ptrdiff_t k, float *y, float alpha, float beta,
