@@ -326,6 +326,12 @@ static void weighted_rows_avx512(float *o, ptrdiff_t ldo, ptrdiff_t rows, const 
     }
 }
 
+// The steps weighted_rows_avx2 takes for `rows` by `cols`.
+static ptrdiff_t weighted_steps(ptrdiff_t rows, ptrdiff_t cols) {
+    ptrdiff_t wide = cols - cols % 32, vectors = cols - cols % 8, blocked = rows - rows % 3;
+    return blocked / 3 * (wide / 32) + blocked * ((vectors - wide) / 8) + (rows - blocked) * (vectors / 8);
+}
+
 // The steps weighted_rows_avx512 takes for `rows` by `cols`.
 static ptrdiff_t weighted_steps512(ptrdiff_t rows, ptrdiff_t cols) {
     return (cols + 63) / 64 * ((rows + KV_ROWS512 - 1) / KV_ROWS512);
@@ -338,6 +344,11 @@ static void weighted_rows_x86(float *o, ptrdiff_t ldo, ptrdiff_t rows, const flo
                               const float *v, ptrdiff_t ldv, ptrdiff_t n, ptrdiff_t cols, int add, ahead_t *ahead, int wide) {
     if (wide) weighted_rows_avx512(o, ldo, rows, p, ldp, v, ldv, n, cols, add, ahead);
     else weighted_rows_avx2(o, ldo, rows, p, ldp, v, ldv, n, cols, add, ahead);
+}
+
+// The steps weighted_rows_x86 takes for `rows` by `cols` on the body `wide` chooses.
+static ptrdiff_t weighted_steps_x86(ptrdiff_t rows, ptrdiff_t cols, int wide) {
+    return wide ? weighted_steps512(rows, cols) : weighted_steps(rows, cols);
 }
 #endif
 
@@ -366,13 +377,6 @@ ptrdiff_t kv_attend_work_floats(ptrdiff_t kvHeads, ptrdiff_t rows, ptrdiff_t hea
     return kvHeads * rows * headDim + rows * tile + headDim * tile;
 }
 
-#if KV_X86
-// The steps weighted_rows_avx2 takes for `rows` by `cols`.
-static ptrdiff_t weighted_steps(ptrdiff_t rows, ptrdiff_t cols) {
-    ptrdiff_t wide = cols - cols % 32, vectors = cols - cols % 8, blocked = rows - rows % 3;
-    return blocked / 3 * (wide / 32) + blocked * ((vectors - wide) / 8) + (rows - blocked) * (vectors / 8);
-}
-#endif
 
 // Scores of one head's stacked queries against a tile of its keys, then the tile's softmax step
 // (running maximum and sum per row, earlier output rescaled when the maximum grows), then the
@@ -388,7 +392,7 @@ static void attend_tile(const float *stacked, ptrdiff_t rows, ptrdiff_t position
         // A short last tile is padded with zero keys to whole blocks of 32 columns, so that no
         // score goes through the narrow edge kernels (the padded scores are never read).
         ptrdiff_t padded = (n + 31) / 32 * 32 <= tile ? (n + 31) / 32 * 32 : n;
-        ahead_t keys = ahead_over(keysNext, ahead, wide ? weighted_steps512(rows, padded) : weighted_steps(rows, padded));
+        ahead_t keys = ahead_over(keysNext, ahead, weighted_steps_x86(rows, padded, wide));
         transpose_avx2(transposed, tile, k, ldkv, n, headDim);
         if (padded > n)
             for (ptrdiff_t i = 0; i < headDim; i++) memset(transposed + i * tile + n, 0, (size_t)(padded - n) * sizeof(float));
@@ -418,7 +422,7 @@ static void attend_tile(const float *stacked, ptrdiff_t rows, ptrdiff_t position
     }
 #if KV_X86
     if (avx2) {
-        ahead_t values = ahead_over(valuesNext, ahead, wide ? weighted_steps512(rows, headDim) : weighted_steps(rows, headDim));
+        ahead_t values = ahead_over(valuesNext, ahead, weighted_steps_x86(rows, headDim, wide));
         weighted_rows_x86(o, ldo, rows, scores, tile, v, ldkv, n, headDim, 1, &values, wide);
         return;
     }
