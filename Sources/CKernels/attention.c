@@ -477,9 +477,44 @@ void kv_attend_keys(const float *q, ptrdiff_t ldq, ptrdiff_t positions, ptrdiff_
     }
 }
 
-void kv_attend_merge(ptrdiff_t parts, const float *stats, ptrdiff_t statsPartStride, const float *o,
-                     ptrdiff_t oPartStride, ptrdiff_t ldo, ptrdiff_t rows, ptrdiff_t headDim, ptrdiff_t blockRows,
-                     float *out, ptrdiff_t ldout) {
+// The merge's two row operations: dst += src * weight (one rounding per element, as fmaf) and
+// dst *= factor. The AVX2 body does eight lanes at a time with the same single-rounding operations,
+// so both bodies give the same bits. Compiled for the baseline instruction set, fmaf is a libm call
+// per element: on a Zen 5 that made the merge of 8 new tokens' four parts 45 us of a layer's 124.
+static void add_scaled_portable(float *dst, const float *src, float weight, ptrdiff_t n) {
+    for (ptrdiff_t c = 0; c < n; c++) dst[c] = fmaf(src[c], weight, dst[c]);
+}
+
+static void scale_portable(float *dst, float factor, ptrdiff_t n) {
+    for (ptrdiff_t c = 0; c < n; c++) dst[c] *= factor;
+}
+
+#if KV_X86
+KV_AVX2 static void add_scaled_avx2(float *dst, const float *src, float weight, ptrdiff_t n) {
+    __m256 w = _mm256_set1_ps(weight);
+    ptrdiff_t c = 0;
+    for (; c + 8 <= n; c += 8) _mm256_storeu_ps(dst + c, _mm256_fmadd_ps(_mm256_loadu_ps(src + c), w, _mm256_loadu_ps(dst + c)));
+    for (; c < n; c++) dst[c] = fmaf(src[c], weight, dst[c]);
+}
+
+KV_AVX2 static void scale_avx2(float *dst, float factor, ptrdiff_t n) {
+    __m256 f = _mm256_set1_ps(factor);
+    ptrdiff_t c = 0;
+    for (; c + 8 <= n; c += 8) _mm256_storeu_ps(dst + c, _mm256_mul_ps(_mm256_loadu_ps(dst + c), f));
+    for (; c < n; c++) dst[c] *= factor;
+}
+#endif
+
+static void attend_merge(int avx2, ptrdiff_t parts, const float *stats, ptrdiff_t statsPartStride, const float *o,
+                         ptrdiff_t oPartStride, ptrdiff_t ldo, ptrdiff_t rows, ptrdiff_t headDim, ptrdiff_t blockRows,
+                         float *out, ptrdiff_t ldout) {
+    void (*add_scaled)(float *, const float *, float, ptrdiff_t) = add_scaled_portable;
+    void (*scale)(float *, float, ptrdiff_t) = scale_portable;
+#if KV_X86
+    if (avx2) { add_scaled = add_scaled_avx2; scale = scale_avx2; }
+#else
+    (void)avx2;
+#endif
     for (ptrdiff_t r = 0; r < rows; r++) {
         float top = -INFINITY, total = 0;
         for (ptrdiff_t part = 0; part < parts; part++) {
@@ -493,9 +528,20 @@ void kv_attend_merge(ptrdiff_t parts, const float *stats, ptrdiff_t statsPartStr
             if (stat[1] == 0) continue;   // the part holds no key this row sees
             float weight = parts == 1 ? 1 : expf(stat[0] - top);
             total += stat[1] * weight;
-            for (ptrdiff_t c = 0; c < headDim; c++) dst[c] = fmaf(src[c], weight, dst[c]);
+            add_scaled(dst, src, weight, headDim);
         }
-        float inverse = 1 / total;
-        for (ptrdiff_t c = 0; c < headDim; c++) dst[c] *= inverse;
+        scale(dst, 1 / total, headDim);
     }
+}
+
+void kv_attend_merge(ptrdiff_t parts, const float *stats, ptrdiff_t statsPartStride, const float *o,
+                     ptrdiff_t oPartStride, ptrdiff_t ldo, ptrdiff_t rows, ptrdiff_t headDim, ptrdiff_t blockRows,
+                     float *out, ptrdiff_t ldout) {
+    attend_merge(kv_uses_avx2(), parts, stats, statsPartStride, o, oPartStride, ldo, rows, headDim, blockRows, out, ldout);
+}
+
+void kv_attend_merge_portable(ptrdiff_t parts, const float *stats, ptrdiff_t statsPartStride, const float *o,
+                              ptrdiff_t oPartStride, ptrdiff_t ldo, ptrdiff_t rows, ptrdiff_t headDim, ptrdiff_t blockRows,
+                              float *out, ptrdiff_t ldout) {
+    attend_merge(0, parts, stats, statsPartStride, o, oPartStride, ldo, rows, headDim, blockRows, out, ldout);
 }

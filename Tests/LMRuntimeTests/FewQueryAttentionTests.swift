@@ -76,6 +76,48 @@ struct FewQueryAttentionTests {
         }
     }
 
+    typealias Merge = @Sendable (Int, UnsafePointer<Float>, Int, UnsafePointer<Float>, Int, Int, Int, Int, Int,
+                                 UnsafeMutablePointer<Float>, Int) -> Void
+
+    /// Merging parts' partial softmax results: on every body the normalised weighted sum of the
+    /// parts' outputs (parts that see no key left out), and the dispatched body the portable
+    /// one's bits (the same single-rounding multiply-adds, eight lanes at a time), at head widths
+    /// with and without a tail of fewer than eight columns.
+    @Test func attendMerge_dispatchedMatchesPortableBitsAndDefinition() {
+        for headDim in [3, 8, 20, 64, 70] {
+            for (parts, rows, blockRows) in [(1, 3, 1), (2, 6, 2), (4, 12, 4), (3, 7, 7)] {
+                let ldo = headDim + 2, statsStride = rows * 2 + 4, oStride = rows * ldo + 3, ldout = (rows / blockRows) * headDim + 5
+                let o = Self.values(parts * oStride, seed: UInt64(headDim * 10 + parts))
+                var stats = Self.values(parts * statsStride, seed: UInt64(headDim + 77), scale: 3)
+                for part in 0 ..< parts {
+                    for r in 0 ..< rows {
+                        let i = part * statsStride + 2 * r
+                        stats[i + 1] = abs(stats[i + 1]) + 0.5                                  // a positive sum of exponentials
+                        if parts > 1 && (r + part) % 3 == 0 { stats[i] = -.infinity; stats[i + 1] = 0 }  // this part sees no key
+                    }
+                }
+                let blank = [Float](repeating: .nan, count: blockRows * ldout)
+                var fast = blank, portable = blank
+                kv_attend_merge(parts, stats, statsStride, o, oStride, ldo, rows, headDim, blockRows, &fast, ldout)
+                kv_attend_merge_portable(parts, stats, statsStride, o, oStride, ldo, rows, headDim, blockRows, &portable, ldout)
+                var worst = 0.0
+                for r in 0 ..< rows {
+                    let seen = (0 ..< parts).filter { stats[$0 * statsStride + 2 * r + 1] > 0 }
+                    let top = seen.map { Double(stats[$0 * statsStride + 2 * r]) }.max()!
+                    let weight = { (part: Int) in exp(Double(stats[part * statsStride + 2 * r]) - top) }
+                    let total = seen.map { weight($0) * Double(stats[$0 * statsStride + 2 * r + 1]) }.reduce(0, +)
+                    for c in 0 ..< headDim {
+                        let at = (r % blockRows) * ldout + (r / blockRows) * headDim + c
+                        let exact = seen.map { weight($0) * Double(o[$0 * oStride + r * ldo + c]) }.reduce(0, +) / total
+                        worst = max(worst, abs(Double(fast[at]) - exact))
+                        #expect(fast[at].bitPattern == portable[at].bitPattern, "headDim=\(headDim) parts=\(parts) [\(r), \(c)]")
+                    }
+                }
+                #expect(worst <= 1e-5, "headDim=\(headDim) parts=\(parts): worst |Δ| = \(worst)")
+            }
+        }
+    }
+
     /// A model's attention shape: query heads, K/V heads, head width.
     struct Shape: Sendable, CustomTestStringConvertible {
         let heads: Int, kvHeads: Int, headDim: Int

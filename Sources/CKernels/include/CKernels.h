@@ -166,6 +166,9 @@ void kv_weighted_rows_add_portable(float *o, ptrdiff_t ldo, ptrdiff_t rows, cons
 float kv_exp_sub_sum_portable(float *x, ptrdiff_t n, float shift);
 void kv_swiglu_portable(float *gate, const float *up, ptrdiff_t n);
 void kv_rmsnorm_portable(float *dst, const float *x, const float *weight, ptrdiff_t n, float epsilon);
+void kv_attend_merge_portable(ptrdiff_t parts, const float *stats, ptrdiff_t statsPartStride, const float *o,
+                              ptrdiff_t oPartStride, ptrdiff_t ldo, ptrdiff_t rows, ptrdiff_t headDim, ptrdiff_t blockRows,
+                              float *out, ptrdiff_t ldout);
 
 /// A 64-bit checksum of `count` bytes (the prefix store's file check): any change of length
 /// or content changes it with overwhelming probability. Not a MAC.
