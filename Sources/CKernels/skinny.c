@@ -285,17 +285,21 @@ static const group_dots512_fn group_dots512_by_rows[2][KV_512_ROWS] = {
 // step feed 4R FMAs, so a tile of few activation rows still has enough independent accumulators to
 // keep the FMA units busy (one group and two rows give four, and wait on the FMA latency), and
 // each activation chunk is loaded once per eight weight rows. dots[j][t] as group_dots512's, for
-// weight rows j of the pair.
+// weight rows j of the pair. Each prefetch at `ahead` has a twin at `ahead + jump` when jump is not 0
+// (the two groups' streams, each `lead` bytes ahead: packed512).
 KV_512_INLINE void pair_dots512(const int R, const int halfs, const float *x, ptrdiff_t ldx, const char *group,
                                 ptrdiff_t k, float dots[2 * KV_PACK_GROUP][KV_512_PAIR_ROWS], const char *ahead,
-                                ptrdiff_t lines) {
+                                ptrdiff_t lines, ptrdiff_t jump) {
     const ptrdiff_t size = halfs ? 2 : 4, end = k - k % 8, steps = end > 8 ? end / 8 : 1, second = KV_PACK_GROUP * k * size;
     ptrdiff_t spread = 0;
     __m512 acc[KV_512_PAIR_ROWS][4];   // per activation row: weight rows 0-1, 2-3, 4-5, 6-7
 #pragma clang loop unroll(full)
     for (int t = 0; t < R; t++) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = _mm512_setzero_ps();
     for (ptrdiff_t i = 0; i < end; i += 8) {
-        for (spread += lines; spread >= steps; spread -= steps, ahead += 64) _mm_prefetch(ahead, _MM_HINT_T0);
+        for (spread += lines; spread >= steps; spread -= steps, ahead += 64) {
+            _mm_prefetch(ahead, _MM_HINT_T0);
+            if (jump) _mm_prefetch(ahead + jump, _MM_HINT_T0);
+        }
         const char *chunk = group + 4 * i * size;
         __m512 w[4] = {load_row_pair(chunk, halfs), load_row_pair(chunk + 16 * size, halfs),
                        load_row_pair(chunk + second, halfs), load_row_pair(chunk + second + 16 * size, halfs)};
@@ -318,42 +322,62 @@ KV_512_INLINE void pair_dots512(const int R, const int halfs, const float *x, pt
 #define KV_PAIR_DOTS(R, halfs, name)                                                                      \
     __attribute__((target(KV_512_TARGET), noinline)) static void name(                                    \
         const float *x, ptrdiff_t ldx, const char *group, ptrdiff_t k,                                    \
-        float dots[2 * KV_PACK_GROUP][KV_512_PAIR_ROWS], const char *ahead, ptrdiff_t lines) {            \
-        pair_dots512(R, halfs, x, ldx, group, k, dots, ahead, lines);                                     \
+        float dots[2 * KV_PACK_GROUP][KV_512_PAIR_ROWS], const char *ahead, ptrdiff_t lines,               \
+        ptrdiff_t jump) {                                                                                 \
+        pair_dots512(R, halfs, x, ldx, group, k, dots, ahead, lines, jump);                               \
     }
 KV_PAIR_DOTS(3, 0, pair512_f32_3) KV_PAIR_DOTS(4, 0, pair512_f32_4) KV_PAIR_DOTS(5, 0, pair512_f32_5)
 KV_PAIR_DOTS(6, 0, pair512_f32_6) KV_PAIR_DOTS(3, 1, pair512_f16_3) KV_PAIR_DOTS(4, 1, pair512_f16_4)
 KV_PAIR_DOTS(5, 1, pair512_f16_5) KV_PAIR_DOTS(6, 1, pair512_f16_6)
 #undef KV_PAIR_DOTS
 typedef void (*pair_dots512_fn)(const float *, ptrdiff_t, const char *, ptrdiff_t, float[2 * KV_PACK_GROUP][KV_512_PAIR_ROWS],
-                                const char *, ptrdiff_t);
+                                const char *, ptrdiff_t, ptrdiff_t);
 static const pair_dots512_fn pair_dots512_by_rows[2][KV_512_PAIR_ROWS - KV_512_PAIR_FROM + 1] = {
     {pair512_f32_3, pair512_f32_4, pair512_f32_5, pair512_f32_6},
     {pair512_f16_3, pair512_f16_4, pair512_f16_5, pair512_f16_6},
 };
 
+// Bytes of a group above which a tile of all the rows prefetches a fixed `lead` ahead of its own
+// loads instead of the next group (KVSESSION_LEAD_CAP sets it, 0: never). A whole next group spread
+// over this one's steps is a lead of one group: 12 KB for 768 float columns, but 45 KB for a down
+// projection's 2816, most of Zen 5's 48 KB L1. There, on two cores streaming from DRAM, a lead of
+// 4 KB (tiles of up to six rows) or 6 KB (more) took 1.04-1.16x and 1.12-1.26x the GB/s of float
+// weights, in alternating passes, and 1.09x for two rows on halfs (pair tiles on halfs: 0.77-1.03x,
+// so they keep the next pair); on groups of 768 columns fixed leads of 3-16 KB were 0.75-1.0x.
+static ptrdiff_t kv_lead_cap = 16384;
+__attribute__((constructor)) static void read_lead_cap_env(void) {
+    const char *v = getenv("KVSESSION_LEAD_CAP");
+    if (v) kv_lead_cap = atoi(v);
+}
+
 // Packed weights (`outputs` rows of k, groups of four; float32 or `halfs`) times `rows` activation
 // rows, as the AVX2 body computes them: three to six rows in one tile per two groups, other counts
 // (and a lone last group) per group in tiles of at most KV_512_ROWS activation rows (balanced), each
-// tile prefetching its share of the bytes read next (the next groups, or `after` for the last).
+// tile prefetching its share of the bytes read next (the next groups, or `after` for the last), or,
+// for one tile over groups above kv_lead_cap, the bytes a fixed lead ahead of its own loads.
 KV_512_INLINE void packed512(const int halfs, const float *x, ptrdiff_t ldx, ptrdiff_t rows, const void *w,
                              ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta,
                              const char *after, ptrdiff_t afterBytes) {
     const ptrdiff_t size = halfs ? 2 : 4, groupBytes = KV_PACK_GROUP * k * size;
     const ptrdiff_t tiles = (rows + KV_512_ROWS - 1) / KV_512_ROWS;
+    const int pairs = rows >= KV_512_PAIR_FROM && rows <= KV_512_PAIR_ROWS;
+    const int capped = tiles == 1 && kv_lead_cap > 0 && groupBytes > kv_lead_cap && !(halfs && pairs);
+    const ptrdiff_t lead = rows <= KV_512_PAIR_ROWS ? 4096 : 6144;
     ptrdiff_t n = 0;
     // Three to six rows: one tile of all of them, two groups at a time. (Two rows measured no faster
     // as pairs; on a Zen 5, f16 passes of 4 and 6 new tokens went from 1.37 / 1.11 to 1.27 / 1.00
     // of their roofline, f32 ones no change.)
-    if (rows >= KV_512_PAIR_FROM && rows <= KV_512_PAIR_ROWS)
+    if (pairs)
         for (; n + 2 * KV_PACK_GROUP <= outputs; n += 2 * KV_PACK_GROUP) {
             const char *pair = (const char *)w + n * k * size;
             ptrdiff_t following = (outputs - n) / KV_PACK_GROUP - 2;   // whole groups after the pair
             following = following > 2 ? 2 : following;
             const char *next = following ? pair + 2 * groupBytes : after;
-            ptrdiff_t nextBytes = following ? following * groupBytes : after ? afterBytes : 0;
+            ptrdiff_t nextBytes = following ? following * groupBytes : after ? afterBytes : 0, jump = 0;
+            if (capped && following == 2)   // each group's stream `lead` ahead of its loads (the second's
+                next = pair + lead, nextBytes = groupBytes, jump = groupBytes;   // end runs into the next pair)
             float dots[2 * KV_PACK_GROUP][KV_512_PAIR_ROWS];
-            pair_dots512_by_rows[halfs][rows - KV_512_PAIR_FROM](x, ldx, pair, k, dots, next, next ? nextBytes / 64 : 0);
+            pair_dots512_by_rows[halfs][rows - KV_512_PAIR_FROM](x, ldx, pair, k, dots, next, next ? nextBytes / 64 : 0, jump);
             for (int j = 0; j < 2 * KV_PACK_GROUP; j++)
                 for (ptrdiff_t u = 0; u < rows; u++) {
                     float *out = y + u * ldy + n + j, dot = dots[j][u];
@@ -366,6 +390,7 @@ KV_512_INLINE void packed512(const int halfs, const float *x, ptrdiff_t ldx, ptr
         const char *group = (const char *)w + n * k * size;
         const char *next = n + 2 * KV_PACK_GROUP <= outputs ? group + groupBytes : after;
         ptrdiff_t nextBytes = n + 2 * KV_PACK_GROUP <= outputs ? groupBytes : n + KV_PACK_GROUP == outputs && after ? afterBytes : 0;
+        if (capped && n + 2 * KV_PACK_GROUP <= outputs) next = group + lead;   // as many lines, `lead` ahead
         ptrdiff_t share = (nextBytes / 64 + tiles - 1) / tiles;
         for (ptrdiff_t tile = 0, t = 0; tile < tiles; tile++) {
             ptrdiff_t r = rows / tiles + (tile < rows % tiles);

@@ -26,10 +26,12 @@ struct SkinnyAVX512Tests {
     /// Activation rows that make every tile height from 2 to 12 (13, 16, 23 and 64 rows split into
     /// balanced tiles of at most 12), decode (float32: tiles of two groups and a lone last group),
     /// 3 to 6 rows in tiles of two groups with and without a lone last group, a partial last group
-    /// of weight rows (the last five shapes), and k with and without a tail.
+    /// of weight rows (the next five shapes), k with and without a tail, and groups over 16 KB, whose
+    /// tiles prefetch a fixed lead ahead (float32 group and pair tiles, and half group tiles: the
+    /// last three shapes).
     static let shapes = [(1, 8, 16), (1, 20, 100), (1, 4, 9), (2, 4, 8), (3, 8, 77), (4, 12, 768), (5, 16, 13), (6, 8, 40), (7, 20, 100),
                          (10, 4, 24), (12, 8, 16), (13, 12, 77), (16, 8, 64), (23, 4, 35), (64, 8, 24), (2, 10, 9),
-                         (9, 7, 33), (3, 10, 19), (6, 22, 40), (4, 29, 24), (5, 3, 8)]
+                         (9, 7, 33), (3, 10, 19), (6, 22, 40), (4, 29, 24), (5, 3, 8), (8, 12, 1100), (4, 20, 1100), (2, 12, 2101)]
 
     /// `kernel` on `rows` activation rows and `outputs` weight rows of `k`, onto `start`, with the
     /// AVX-512 tiles on and then off: the two results' bit patterns.
