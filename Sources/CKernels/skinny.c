@@ -425,8 +425,9 @@ __attribute__((target(KV_512_TARGET))) static void packed512_f32(const float *x,
 
 __attribute__((target(KV_512_TARGET))) static void packed512_f16(const float *x, ptrdiff_t ldx, ptrdiff_t rows,
                                                                 const uint16_t *w, ptrdiff_t outputs, ptrdiff_t k, float *y,
-                                                                ptrdiff_t ldy, float alpha, float beta) {
-    packed512(1, x, ldx, rows, w, outputs, k, y, ldy, alpha, beta, NULL, 0);
+                                                                ptrdiff_t ldy, float alpha, float beta, const char *after,
+                                                                ptrdiff_t afterBytes) {
+    packed512(1, x, ldx, rows, w, outputs, k, y, ldy, alpha, beta, after, afterBytes);
 }
 
 // Decode (one activation row) on packed float32 weights: eight rows (two groups) a tile, four
@@ -514,11 +515,20 @@ void kv_skinny_gemm_packed_portable(const float *x, ptrdiff_t ldx, ptrdiff_t row
 
 void kv_skinny_gemm_packed(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const float *w, ptrdiff_t outputs,
                            ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta) {
+    kv_skinny_gemm_packed_then(x, ldx, rows, w, outputs, k, y, ldy, alpha, beta, NULL, 0);
+}
+
+// Decode on float32 (decode512_f32) prefetches nothing, `after` included: the hardware's stream
+// runs on into the next rows by itself.
+void kv_skinny_gemm_packed_then(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const float *w, ptrdiff_t outputs,
+                                ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta, const void *after,
+                                ptrdiff_t afterBytes) {
 #if KV_X86
-    if (avx512_for(rows)) { packed512_f32(x, ldx, rows, w, outputs, k, y, ldy, alpha, beta, NULL, 0); return; }
+    if (avx512_for(rows)) { packed512_f32(x, ldx, rows, w, outputs, k, y, ldy, alpha, beta, after, afterBytes); return; }
     if (rows == 1 && __atomic_load_n(&use_avx512, __ATOMIC_RELAXED)) { decode512_f32(x, w, outputs, k, y, alpha, beta); return; }
-    if (kv_uses_avx2()) { avx2_f32_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta, NULL, 0); return; }
+    if (kv_uses_avx2()) { avx2_f32_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta, after, afterBytes); return; }
 #endif
+    (void)after, (void)afterBytes;
     portable_f32_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta);
 }
 
@@ -542,10 +552,17 @@ void kv_skinny_gemm_f16_packed_portable(const float *x, ptrdiff_t ldx, ptrdiff_t
 
 void kv_skinny_gemm_f16_packed(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t outputs,
                                ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta) {
+    kv_skinny_gemm_f16_packed_then(x, ldx, rows, w, outputs, k, y, ldy, alpha, beta, NULL, 0);
+}
+
+void kv_skinny_gemm_f16_packed_then(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t outputs,
+                                    ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta, const void *after,
+                                    ptrdiff_t afterBytes) {
 #if KV_X86
-    if (avx512_for(rows)) { packed512_f16(x, ldx, rows, w, outputs, k, y, ldy, alpha, beta); return; }
-    if (has_f16c) { avx2_f16_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta, NULL, 0); return; }
+    if (avx512_for(rows)) { packed512_f16(x, ldx, rows, w, outputs, k, y, ldy, alpha, beta, after, afterBytes); return; }
+    if (has_f16c) { avx2_f16_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta, after, afterBytes); return; }
 #endif
+    (void)after, (void)afterBytes;
     portable_f16_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta);
 }
 
@@ -554,26 +571,34 @@ enum { SPLIT_MAX_K = 8192 };
 
 void kv_skinny_gemm_f16_packed_finite(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w,
                                       ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta) {
+    kv_skinny_gemm_f16_packed_finite_then(x, ldx, rows, w, outputs, k, y, ldy, alpha, beta, NULL, 0);
+}
+
+void kv_skinny_gemm_f16_packed_finite_then(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w,
+                                           ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha,
+                                           float beta, const void *after, ptrdiff_t afterBytes) {
 #if KV_X86
     if (has_f16c && __atomic_load_n(&split_tile, __ATOMIC_RELAXED) && rows == 1 && outputs >= 8 && k >= 8 && k <= SPLIT_MAX_K) {
         float xs[k];
         if (scaled_for_split(xs, x, k)) {
             ptrdiff_t n = 0;
             for (; n + 8 <= outputs; n += 8) {   // each tile prefetches the next eight rows, as tile8x1 does
-                const char *ahead = kv_prefetch_rows && n + 16 <= outputs ? (const char *)(w + (n + 8) * k) : NULL;
+                const char *ahead = !kv_prefetch_rows ? NULL : n + 16 <= outputs ? (const char *)(w + (n + 8) * k)
+                                  : n + 8 == outputs && afterBytes >= 8 * k * 2 ? (const char *)after : NULL;
                 split8x1(x, xs, w, n, k, y + n, alpha, beta, ahead);
             }
-            if (n < outputs) avx2_f16_packed(x, ldx, 1, w + n * k, k, outputs - n, k, y + n, ldy, alpha, beta, NULL, 0);
+            if (n < outputs) avx2_f16_packed(x, ldx, 1, w + n * k, k, outputs - n, k, y + n, ldy, alpha, beta, after, afterBytes);
             return;
         }
     }
 #endif
-    kv_skinny_gemm_f16_packed(x, ldx, rows, w, outputs, k, y, ldy, alpha, beta);
+    kv_skinny_gemm_f16_packed_then(x, ldx, rows, w, outputs, k, y, ldy, alpha, beta, after, afterBytes);
 }
 
 void kv_skinny_gemm_f16_chunked(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t ldw,
                                 ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta,
-                                float *scratch, ptrdiff_t ldscratch, ptrdiff_t chunkRows, int packed) {
+                                float *scratch, ptrdiff_t ldscratch, ptrdiff_t chunkRows, int packed,
+                                const void *after, ptrdiff_t afterBytes) {
     for (ptrdiff_t first = 0; first < outputs; first += chunkRows) {
         ptrdiff_t n = outputs - first < chunkRows ? outputs - first : chunkRows;
         // A packed chunk (whole groups of rows) is one contiguous run, converted as such.
@@ -582,8 +607,8 @@ void kv_skinny_gemm_f16_chunked(const float *x, ptrdiff_t ldx, ptrdiff_t rows, c
         ptrdiff_t following = outputs - first - n < chunkRows ? outputs - first - n : chunkRows;
 #if KV_X86
         if (kv_uses_avx2()) {   // the next chunk's halfs stream in while this one is multiplied
-            const char *next = (const char *)(w + (first + n) * ldw);
-            ptrdiff_t nextBytes = following * ldw * (ptrdiff_t)sizeof(uint16_t);
+            const char *next = following ? (const char *)(w + (first + n) * ldw) : (const char *)after;
+            ptrdiff_t nextBytes = following ? following * ldw * (ptrdiff_t)sizeof(uint16_t) : after ? afterBytes : 0;
             if (packed && avx512_for(rows)) packed512_f32(x, ldx, rows, scratch, n, k, y + first, ldy, alpha, beta, next, nextBytes);
             else if (packed) avx2_f32_packed(x, ldx, rows, scratch, k, n, k, y + first, ldy, alpha, beta, next, nextBytes);
             else avx2_f32(x, ldx, rows, scratch, ldscratch, n, k, y + first, ldy, alpha, beta, next, nextBytes);

@@ -262,7 +262,9 @@ SKINNY_FN void SKINNY_NAME(avx2)(const float *x, ptrdiff_t ldx, ptrdiff_t rows, 
     for (; n + 4 <= outputs; n += 4) {
         if (rows == 1 && n + 8 <= outputs) {
             // Half weights prefetch the next eight rows' bytes (contiguous in either layout: whole groups).
-            const char *ahead = kv_prefetch_rows && n + 16 <= outputs ? (const char *)(w + (n + 8) * ldw) : NULL;
+            // The last tile prefetches `after` when it holds as many bytes.
+            const char *ahead = !kv_prefetch_rows ? NULL : n + 16 <= outputs ? (const char *)(w + (n + 8) * ldw)
+                              : n + 8 == outputs && afterBytes >= SKINNY_ROWBYTES(8) ? after : NULL;
             SKINNY_NAME(tile8x1)(x, w, n, ldw, k, y + n, alpha, beta, ahead, SKINNY_ROWBYTES(8) / 64);
             n += 4;   // and 4 more by the loop
             continue;

@@ -37,7 +37,7 @@ struct HalfPrecisionTests {
         { x, ldx, rows, w, ldw, outputs, k, y, ldy, alpha, beta in
             var scratch = [Float](repeating: .nan, count: chunkRows * (k + 3))   // rows k + 3 apart: strided
             scratch.withUnsafeMutableBufferPointer {
-                kv_skinny_gemm_f16_chunked(x, ldx, rows, w, ldw, outputs, k, y, ldy, alpha, beta, $0.baseAddress!, k + 3, chunkRows, 0)
+                kv_skinny_gemm_f16_chunked(x, ldx, rows, w, ldw, outputs, k, y, ldy, alpha, beta, $0.baseAddress!, k + 3, chunkRows, 0, nil, 0)
             }
         }
     }

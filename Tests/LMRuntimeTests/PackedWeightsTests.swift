@@ -99,7 +99,7 @@ struct PackedWeightsTests {
     static func chunked(_ chunkRows: Int) -> PackedSkinnyHalf {
         { x, ldx, rows, w, outputs, k, y, ldy, alpha, beta in
             var scratch = [Float](repeating: .nan, count: chunkRows * (k + 3))
-            kv_skinny_gemm_f16_chunked(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta, &scratch, k + 3, chunkRows, 1)
+            kv_skinny_gemm_f16_chunked(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta, &scratch, k + 3, chunkRows, 1, nil, 0)
         }
     }
 

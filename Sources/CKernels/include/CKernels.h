@@ -45,10 +45,12 @@ void kv_skinny_gemm_f16(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uin
 /// converted weights, each weight row converted once however many activation rows there are, and
 /// the next chunk's halfs prefetched while the current one is multiplied.
 /// With `packed`, `w` is packed (kv_pack8_f16, ldw == k), chunkRows a multiple of G, and each chunk
-/// is converted into `scratch` packed, k floats per row.
+/// is converted into `scratch` packed, k floats per row. `after` (`afterBytes`, may be NULL) is
+/// what the caller reads next, prefetched while the last chunk is multiplied.
 void kv_skinny_gemm_f16_chunked(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t ldw,
                                 ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta,
-                                float *scratch, ptrdiff_t ldscratch, ptrdiff_t chunkRows, int packed);
+                                float *scratch, ptrdiff_t ldscratch, ptrdiff_t chunkRows, int packed,
+                                const void *after, ptrdiff_t afterBytes);
 
 /// Weights packed for streaming (kv_pack8_f32): rows in groups of G = kv_pack_group() (rows a
 /// multiple of G), each group stored as its k/8 chunks, chunk c holding the G rows' elements
@@ -70,6 +72,18 @@ void kv_skinny_gemm_f16_packed_finite(const float *x, ptrdiff_t ldx, ptrdiff_t r
 /// returns the previous choice. Default: on for the Zen 1 family (F16C on 128-bit units), off
 /// elsewhere; KVSESSION_HALF_SPLIT=0 or 1 overrides it. Results are the same bits either way.
 int kv_set_half_split_tile(int on);
+/// The packed entry points above for a caller that reads `afterBytes` at `after` next (the rows
+/// that follow `w`'s, typically): the last rows prefetch those bytes instead of nothing, so a
+/// matrix multiplied in consecutive calls streams as in one. Same results; `after` may be NULL.
+void kv_skinny_gemm_packed_then(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const float *w, ptrdiff_t outputs,
+                                ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta, const void *after,
+                                ptrdiff_t afterBytes);
+void kv_skinny_gemm_f16_packed_then(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w, ptrdiff_t outputs,
+                                    ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta, const void *after,
+                                    ptrdiff_t afterBytes);
+void kv_skinny_gemm_f16_packed_finite_then(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const uint16_t *w,
+                                           ptrdiff_t outputs, ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha,
+                                           float beta, const void *after, ptrdiff_t afterBytes);
 /// Turns the AVX-512 bodies on (1) or off (0) and returns the previous choice: the tiles on packed
 /// weights (several activation rows on float32 and half, decode on float32), the attention's
 /// weighted-rows products (kv_weighted_rows_add, and the few-query scores and values) and the
@@ -186,6 +200,15 @@ typedef struct {
 void kv_checksum64_begin(kv_checksum_state *state);
 void kv_checksum64_update(kv_checksum_state *state, const void *data, size_t count);
 uint64_t kv_checksum64_end(const kv_checksum_state *state);
+
+/// A band of `chunks` chunks of work, none claimed yet, in `word` (chunks < 2^32).
+void kv_band_reset(uint64_t *word, int64_t chunks);
+/// The band's owner claims the first half (at least one) of its unclaimed chunks: returns the first
+/// chunk and sets `count`, or returns -1 when none is left. Atomic against every other claim.
+int64_t kv_band_claim_front(uint64_t *word, int64_t *count);
+/// Another thread claims the last half (at least one) of the band's unclaimed chunks, as
+/// kv_band_claim_front does the first.
+int64_t kv_band_claim_back(uint64_t *word, int64_t *count);
 
 /// 1 when the entry points run the AVX2+FMA bodies, else 0.
 int kv_uses_avx2(void);

@@ -25,9 +25,9 @@ package enum Kernels {
     package static func matmul(_ a: Matrix, transposed b: WeightMatrix, into c: Matrix,
                               alpha: Float = 1, beta: Float = 0, scratch: HalfScratch? = nil) {
         precondition(a.cols == b.cols && c.rows == a.rows && c.cols == b.rows, "matmul shape mismatch")
-        projectionBands(a, transposed: b) { band, cols in
+        projectionBands(a, transposed: b) { worker, cols, following in
             singleThreadMatmul(a, transposed: b.rows(cols), into: c.columns(cols), alpha: alpha, beta: beta,
-                               block: scratch?.block(band))
+                               block: scratch?.block(worker), following: min(following, prefetchedRows))
         }
     }
 
@@ -43,12 +43,13 @@ package enum Kernels {
                               scratch: HalfScratch? = nil) {
         precondition(a.cols == b.cols && c0.cols + c1.cols + c2.cols == b.rows
             && c0.rows == a.rows && c1.rows == a.rows && c2.rows == a.rows, "matmul shape mismatch")
-        projectionBands(a, transposed: b) { band, cols in
+        projectionBands(a, transposed: b) { worker, cols, following in
             func part(_ c: Matrix, from first: Int) {
                 let lower = max(cols.lowerBound, first), upper = min(cols.upperBound, first + c.cols)
                 guard lower < upper else { return }
                 singleThreadMatmul(a, transposed: b.rows(lower ..< upper), into: c.columns(lower - first ..< upper - first),
-                                   alpha: 1, beta: 0, block: scratch?.block(band))
+                                   alpha: 1, beta: 0, block: scratch?.block(worker),
+                                   following: min(upper < cols.upperBound ? cols.upperBound - upper : following, prefetchedRows))
             }
             part(c0, from: 0)
             part(c1, from: c0.cols)
@@ -56,15 +57,27 @@ package enum Kernels {
         }
     }
 
+    /// Weight rows after its own that a skinny projection prefetches when the same thread goes on
+    /// with them: eight, two packed groups, the next tile of each kernel (more than that, e.g. 16,
+    /// left 4 new tokens on f32 weights 1-2% slower in alternating passes on a Zen 5).
+    static let prefetchedRows = 8
+
     /// Multiply-adds below which a projection runs on one thread.
     static let projectionSplitWork = 1 << 16
 
     /// Splits the output columns of `a · bᵀ` (the rows of `b`) into bands over the workers, so
     /// each weight row is read by one worker, and never the reduction, so every output sees
     /// the same arithmetic however many threads run.
-    private static func projectionBands(_ a: Matrix, transposed b: WeightMatrix, _ body: (Int, Range<Int>) -> Void) {
+    /// The skinny kernels give every output the same arithmetic however the rows are cut, so their
+    /// bands are balanced between the threads (``balancedBands(_:minimumPerBand:alignment:_:)``);
+    /// sgemm's are fixed. `body(worker, columns, following)`: see ``balancedBands(_:minimumPerBand:alignment:_:)``.
+    private static func projectionBands(_ a: Matrix, transposed b: WeightMatrix, _ body: (Int, Range<Int>, Int) -> Void) {
         let minimumColumns = max(16, projectionSplitWork / max(1, a.rows * a.cols))
-        parallelBands(b.rows, minimumPerBand: minimumColumns, alignment: 16, body)
+        if a.rows <= skinnyRowLimit {
+            balancedBands(b.rows, minimumPerBand: minimumColumns, alignment: 16, body)
+        } else {
+            parallelBands(b.rows, minimumPerBand: minimumColumns, alignment: 16) { body($0, $1, 0) }
+        }
     }
 
     /// Activation rows up to which projections use ``kv_skinny_gemm`` (each weight row streamed
@@ -76,9 +89,12 @@ package enum Kernels {
 
     /// ``matmul(_:transposed:into:alpha:beta:scratch:)`` on the calling thread only (called inside
     /// ``projectionBands(_:transposed:_:)``, which has created the pool).
-    /// - Parameter block: float32 scratch `[halfBlockRows, ≥ K]` for half weights and many rows.
+    /// - Parameters:
+    ///   - block: float32 scratch `[halfBlockRows, ≥ K]` for half weights and many rows.
+    ///   - following: rows after `b`'s in the same storage that the caller multiplies next: the
+    ///     skinny kernels on packed weights prefetch them while they finish `b`.
     static func singleThreadMatmul(_ a: Matrix, transposed b: WeightMatrix, into c: Matrix, alpha: Float, beta: Float,
-                                   block: Matrix?) {
+                                   block: Matrix?, following: Int = 0) {
         guard a.rows > 0, b.rows > 0 else { return }
         switch (b.storage, b.packed) {
         case let (.f32(w), false):
@@ -90,7 +106,8 @@ package enum Kernels {
         case let (.f32(w), true):
             // sgemm needs plain rows: many activation rows unpack a block of weight rows at a time.
             guard a.rows > skinnyRowLimit, let block else {
-                kv_skinny_gemm_packed(a.base, a.rowStride, a.rows, w.base, w.rows, a.cols, c.base, c.rowStride, alpha, beta)
+                kv_skinny_gemm_packed_then(a.base, a.rowStride, a.rows, w.base, w.rows, a.cols, c.base, c.rowStride, alpha, beta,
+                                           following > 0 ? w.base + w.rows * w.cols : nil, following * w.cols * 4)
                 return
             }
             blockedSGEMM(a, transposed: b, into: c, alpha: alpha, beta: beta, block: block)
@@ -100,8 +117,9 @@ package enum Kernels {
             // kernels on it (the skinny kernel gives the same bits either way; sgemm for many rows).
             guard a.rows >= halfConversionRows, let block else {
                 if packed {   // finite halfs allow the integer-converting decode tile (same bits)
-                    let kernel = b.finiteHalfs ? kv_skinny_gemm_f16_packed_finite : kv_skinny_gemm_f16_packed
-                    kernel(a.base, a.rowStride, a.rows, w.base, w.rows, a.cols, c.base, c.rowStride, alpha, beta)
+                    let kernel = b.finiteHalfs ? kv_skinny_gemm_f16_packed_finite_then : kv_skinny_gemm_f16_packed_then
+                    kernel(a.base, a.rowStride, a.rows, w.base, w.rows, a.cols, c.base, c.rowStride, alpha, beta,
+                           following > 0 ? w.base + w.rows * w.cols : nil, following * w.cols * 2)
                 } else {
                     kv_skinny_gemm_f16(a.base, a.rowStride, a.rows, w.base, w.rowStride, w.rows, a.cols, c.base, c.rowStride,
                                        alpha, beta)
@@ -113,7 +131,8 @@ package enum Kernels {
                 let group = packed ? WeightMatrix.packGroup : 4
                 let chunk = min(block.rows, max(group, 4096 / w.cols / group * group))
                 kv_skinny_gemm_f16_chunked(a.base, a.rowStride, a.rows, w.base, w.rowStride, w.rows, a.cols, c.base, c.rowStride,
-                                           alpha, beta, block.base, block.rowStride, chunk, packed ? 1 : 0)
+                                           alpha, beta, block.base, block.rowStride, chunk, packed ? 1 : 0,
+                                           following > 0 ? w.base + w.rows * w.rowStride : nil, following * w.rowStride * 2)
                 return
             }
             blockedSGEMM(a, transposed: b, into: c, alpha: alpha, beta: beta, block: block)

@@ -1,3 +1,4 @@
+import CKernels
 import COpenBLAS
 import Foundation
 import Synchronization
@@ -51,6 +52,56 @@ extension Kernels {
             for band in stride(from: participant, to: bands, by: participants) {
                 body(band, bandStart(band, of: bands, count: count, alignment: alignment)
                     ..< bandStart(band + 1, of: bands, count: count, alignment: alignment))
+            }
+        }
+    }
+
+    /// Whether ``balancedBands(_:minimumPerBand:alignment:_:)`` lets threads take over the rest of
+    /// another's band (`KVSESSION_BALANCE=0` turns it off: every band then stays with its thread).
+    package static var balancing: Bool {
+        get { balancingFlag.load(ordering: .relaxed) }
+        set { balancingFlag.store(newValue, ordering: .relaxed) }
+    }
+    private static let balancingFlag = Atomic<Bool>(ProcessInfo.processInfo.environment["KVSESSION_BALANCE"] != "0")
+
+    /// ``parallelBands(_:minimumPerBand:alignment:_:)`` for work whose results do not depend on
+    /// where it is cut, so that no thread waits long for a slower one: each thread claims its own
+    /// band from the front, half of what is left at a time, and a thread that has finished its band
+    /// claims from the back of another's, in runs of `alignment` items or more (`kv_band_claim_front`,
+    /// `kv_band_claim_back`). `body(thread, range, following)` gets the index of the thread running it
+    /// (for private scratch; a thread may run parts of several bands), the range, and how many items
+    /// of the band follow the range when the thread will probably run them next (0 when none do or
+    /// the range was taken from another's band), so that it can prefetch the first of them.
+    ///
+    /// Why: in a decode step each thread streams its band of every projection from memory, and the
+    /// two cores' shares of the bandwidth drift, so with fixed bands one core waited for the other
+    /// at the end of about every region (on a Zen 5 in the fast memory state about 2-3% of a token).
+    static func balancedBands(_ count: Int, minimumPerBand: Int, alignment: Int, _ body: (Int, Range<Int>, Int) -> Void) {
+        let pool = pool
+        let bands = max(1, min(workerCount, count / max(1, minimumPerBand)))
+        guard bands > 1, balancing, threadCount >= bands else {
+            parallelBands(count, minimumPerBand: minimumPerBand, alignment: alignment) { body($0, $1, 0) }
+            return
+        }
+        let chunks = (count + alignment - 1) / alignment, stride = 16   // a band's word per 128 bytes
+        func start(_ band: Int) -> Int { bandStart(band, of: bands, count: chunks, alignment: 1) }
+        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: bands * stride) { words in
+            let words = words.baseAddress!
+            for band in 0 ..< bands { kv_band_reset(words + band * stride, Int64(start(band + 1) - start(band))) }
+            pool.run(participants: bands) { thread in
+                func drain(_ band: Int, own: Bool) {
+                    let end = min(count, start(band + 1) * alignment)
+                    var taken: Int64 = 0
+                    while true {
+                        let first = own ? kv_band_claim_front(words + band * stride, &taken)
+                                        : kv_band_claim_back(words + band * stride, &taken)
+                        guard first >= 0 else { return }
+                        let lower = (start(band) + Int(first)) * alignment, upper = min(end, lower + Int(taken) * alignment)
+                        body(thread, lower ..< upper, own ? end - upper : 0)
+                    }
+                }
+                drain(thread, own: true)
+                for offset in 1 ..< bands { drain((thread + offset) % bands, own: false) }
             }
         }
     }
