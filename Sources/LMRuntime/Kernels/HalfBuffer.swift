@@ -100,8 +100,9 @@ package struct HalfScratch: Sendable {
         return half || packed ? HalfScratch(width: max(c.dim, c.hiddenDim)) : nil
     }
 
-    /// The block of band `band`.
-    func block(_ band: Int) -> Matrix {
-        blocks.rows(band * Kernels.halfBlockRows ..< (band + 1) * Kernels.halfBlockRows)
+    /// The block of worker `worker` (`0..<Kernels.workerCount`: a thread of a parallel region, or
+    /// a band when fewer threads run them one after another): never used by two threads at once.
+    func block(_ worker: Int) -> Matrix {
+        blocks.rows(worker * Kernels.halfBlockRows ..< (worker + 1) * Kernels.halfBlockRows)
     }
 }
