@@ -58,11 +58,7 @@ extension Kernels {
 
     /// Whether ``balancedBands(_:minimumPerBand:alignment:_:)`` lets threads take over the rest of
     /// another's band (`KVSESSION_BALANCE=0` turns it off: every band then stays with its thread).
-    package static var balancing: Bool {
-        get { balancingFlag.load(ordering: .relaxed) }
-        set { balancingFlag.store(newValue, ordering: .relaxed) }
-    }
-    private static let balancingFlag = Atomic<Bool>(ProcessInfo.processInfo.environment["KVSESSION_BALANCE"] != "0")
+    static let balancing = ProcessInfo.processInfo.environment["KVSESSION_BALANCE"] != "0"
 
     /// ``parallelBands(_:minimumPerBand:alignment:_:)`` for work whose results do not depend on
     /// where it is cut, so that no thread waits long for a slower one: each thread claims its own
