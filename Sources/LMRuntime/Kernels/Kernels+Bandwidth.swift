@@ -2,8 +2,9 @@ import CKernels
 
 extension Kernels {
     /// Reads every element of the dense `matrix` once, split into contiguous bands over
-    /// `workers` of the pool, and returns the sum: a streaming read with no writes, the
-    /// memory-bandwidth ceiling `kvbench kernels` compares decode with.
+    /// `workers` of the pool (each band read as two streams, its halves in lockstep), and returns
+    /// the sum: a streaming read with no writes, the memory-bandwidth ceiling `kvbench kernels`
+    /// compares decode with.
     package static func streamingSum(_ matrix: Matrix, workers: Int = workerCount) -> Float {
         precondition(matrix.rowStride == matrix.cols, "a streaming read needs a dense matrix")
         let count = matrix.rows * matrix.cols, workers = max(1, min(workers, workerCount))
