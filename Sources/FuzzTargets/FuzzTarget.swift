@@ -104,6 +104,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     static let storeWeights = try? ModelWeights.synthetic(
         ModelConfig(name: "fuzz", dim: 16, hiddenDim: 32, layerCount: 2, headCount: 2, kvHeadCount: 1, vocabSize: 300,
                     contextLength: 512, weights: .synthetic(seed: 1)), seed: 1)
+    /// The tokens the prefix-store seed files were written for (their key names the file).
     public static let storeTokens = (0 ..< 300).map { 1 + $0 % 250 }
     static let storeFingerprint = storeWeights.map(ModelFingerprint.init)
     static let storeFileName: String? = storeFingerprint.map { fingerprint in

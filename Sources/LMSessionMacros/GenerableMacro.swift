@@ -8,6 +8,7 @@ import SwiftSyntaxMacros
 /// declaration order with their `@Guide` descriptions and guides), `init(_: GeneratedContent)`,
 /// `generatedContent`, and for a struct a `PartiallyGenerated` with every property optional.
 public struct GenerableMacro: ExtensionMacro {
+    /// The extension that makes the declaration `Generable`; throws an error naming what it cannot be built from.
     public static func expansion(of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax,
                                  providingExtensionsOf type: some TypeSyntaxProtocol, conformingTo protocols: [TypeSyntax],
                                  in context: some MacroExpansionContext) throws -> [ExtensionDeclSyntax] {

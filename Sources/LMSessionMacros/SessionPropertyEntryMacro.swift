@@ -5,6 +5,7 @@ import SwiftSyntaxMacros
 /// `LanguageModelSession.SessionPropertyValues`: a custom session property, stored with the
 /// session under its name and read as `default` until written.
 public struct SessionPropertyEntryMacro: AccessorMacro {
+    /// The getter and setter that read and write the property in the session's values by its name.
     public static func expansion(of node: AttributeSyntax, providingAccessorsOf declaration: some DeclSyntaxProtocol,
                                  in context: some MacroExpansionContext) throws -> [AccessorDeclSyntax] {
         guard let variable = declaration.as(VariableDeclSyntax.self), let binding = variable.bindings.first,
