@@ -31,7 +31,8 @@ struct SkinnyAVX512Tests {
     /// last three shapes).
     static let shapes = [(1, 8, 16), (1, 20, 100), (1, 4, 9), (2, 4, 8), (3, 8, 77), (4, 12, 768), (5, 16, 13), (6, 8, 40), (7, 20, 100),
                          (10, 4, 24), (12, 8, 16), (13, 12, 77), (16, 8, 64), (23, 4, 35), (64, 8, 24), (2, 10, 9),
-                         (9, 7, 33), (3, 10, 19), (6, 22, 40), (4, 29, 24), (5, 3, 8), (8, 12, 1100), (4, 20, 1100), (2, 12, 2101)]
+                         (9, 7, 33), (3, 10, 19), (6, 22, 40), (4, 29, 24), (5, 3, 8), (8, 12, 1100), (4, 20, 1100), (2, 12, 2101),
+                         (1, 76, 24), (1, 67, 33), (1, 16, 40)]   // decode: two halves of pairs alternately, an odd last pair, a lone or partial group
 
     /// `kernel` on `rows` activation rows and `outputs` weight rows of `k`, onto `start`, with the
     /// AVX-512 tiles on and then off: the two results' bit patterns.
