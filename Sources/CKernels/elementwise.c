@@ -190,30 +190,21 @@ KV_AVX512 static float exp_sub_sum_avx512(float *x, ptrdiff_t n, float max) {
 
 KV_AVX2 static float exp_shifted_sum_avx2(float *x, ptrdiff_t n) { return exp_sub_sum_avx2(x, n, max_avx2(x, n)); }
 
+// The 32 floats at p added into four accumulators.
+#define KV_ADD32(p)                                                                              \
+    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p)), a1 = _mm256_add_ps(a1, _mm256_loadu_ps((p) + 8)), \
+    a2 = _mm256_add_ps(a2, _mm256_loadu_ps((p) + 16)), a3 = _mm256_add_ps(a3, _mm256_loadu_ps((p) + 24))
+
 // Two streams: the first and second half of x in lockstep, then the rest. On a Zen 5 VM two streams
 // per core read 1.01-1.03x one stream's GB/s in its fast memory state (82-87 GB/s) and 1.03-1.04x in
-// its slow one (47-50), four or eight no better: this is the read ceiling's probe (streamingSum).
+// its slow one (47-50), four no better, eight worse: this is the read ceiling's probe (streamingSum).
 KV_AVX2 static float sum_avx2(const float *x, ptrdiff_t n) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     const ptrdiff_t half = n / 64 * 32;
-    const float *second = x + half;
     ptrdiff_t i = 0;
-    for (; i < half; i += 32) {
-        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
-        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
-        a2 = _mm256_add_ps(a2, _mm256_loadu_ps(x + i + 16));
-        a3 = _mm256_add_ps(a3, _mm256_loadu_ps(x + i + 24));
-        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(second + i));
-        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(second + i + 8));
-        a2 = _mm256_add_ps(a2, _mm256_loadu_ps(second + i + 16));
-        a3 = _mm256_add_ps(a3, _mm256_loadu_ps(second + i + 24));
-    }
-    for (i = 2 * half; i + 32 <= n; i += 32) {
-        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
-        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
-        a2 = _mm256_add_ps(a2, _mm256_loadu_ps(x + i + 16));
-        a3 = _mm256_add_ps(a3, _mm256_loadu_ps(x + i + 24));
-    }
+    for (; i < half; i += 32) KV_ADD32(x + i), KV_ADD32(x + half + i);
+    for (i = 2 * half; i + 32 <= n; i += 32) KV_ADD32(x + i);
+#undef KV_ADD32
     float sum = sum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
     return sum + kv_sum_portable(x + i, n - i);
 }

@@ -453,8 +453,8 @@ __attribute__((target(KV_512_TARGET))) static inline void decode512_pair(const f
 }
 
 // Decode over `outputs` rows: the pairs of groups of the first and second half alternately (two
-// streams a thread, as the read ceiling's probe reads: on the Zen 5, 1.00-1.04x the tokens/s of one
-// stream, same binary alternating in one process), then a last odd pair, then a lone last group
+// streams a thread, as the read ceiling's probe reads: on the Zen 5, 0.99-1.04x the tokens/s of one,
+// median 1.01, same binary alternating in one process), then a last odd pair, then a lone last group
 // (or part of one) on the AVX2 body. Every row's arithmetic is the same whatever the order.
 __attribute__((target(KV_512_TARGET))) static void decode512_f32(const float *x, const float *w, ptrdiff_t outputs,
                                                                 ptrdiff_t k, float *y, float alpha, float beta) {
