@@ -16,7 +16,7 @@ extension KVBench {
 
         @Option(name: .long, parsing: .upToNextOption,
                 help: "New-token counts for the incremental-prefill section (the pass of a cache hit).")
-        var incremental: [Int] = [1, 4, 16, 32, 64]
+        var incremental: [Int] = [1, 4, 8, 16, 32, 64]
 
         @Option(name: .long, help: "Cached tokens the incremental passes run on top of.")
         var cached: Int = 1000
