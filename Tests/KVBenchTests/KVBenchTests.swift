@@ -119,6 +119,11 @@ struct KVBenchTests {
                 #expect((row[key] as? Double ?? 0) > 0, "\(key)")
             }
             #expect((row["breakdown"] as? [[String: Any]])?.count == 9)
+            // The roofline is made of the figures the report names: the run's read ceiling and the model's sgemm.
+            let bytes = row["bytes_streamed"] as? Double ?? 0, gflop = row["gflop"] as? Double ?? 0
+            let read = json["read_gbps"] as? Double ?? 0, sgemm = models[0]["sgemm_gflops"] as? Double ?? 0
+            let expected = 1000 * max(bytes / (read * 1e9), gflop / sgemm)
+            #expect(abs((row["roofline_ms"] as? Double ?? 0) - expected) <= 1e-9 * expected, "roofline of \(row["new_tokens"] ?? "?") new tokens")
         }
         for key in ["decode_tokens_per_second", "decode_weight_gbps", "decode_ratio_to_sgemv", "decode_read_gbps", "decode_ratio_to_read",
                     "decode_ratio_to_roofline", "sgemm_gflops"] {
