@@ -11,11 +11,12 @@ import Testing
 /// patterns by Swift's own `Regex`, ranges and counts by plain comparisons.
 @Suite struct ConstrainedDecodingPropertyTests {
     /// The bundled vocabulary's first 700 pieces (every byte and the commonest merges) plus pieces
-    /// that straddle JSON structure, so boundary-spanning tokens are exercised in every case.
+    /// that straddle JSON structure or hold string escapes, so boundary-spanning tokens are
+    /// exercised in every case.
     static let vocabulary: TokenVocabulary = {
         let t = Fixtures.bundledTokenizer
         var pieces = Array(t.pieces.prefix(700)), scores = Array(t.scores.prefix(700))
-        for extra in ["\",", "\"}", "\":", "{\"", "],", "\":\"", "1,", "true}", "null,", "\"]", "[\"", "},{\"", "0.", "-1", "\"code\":\"", "AB"] {
+        for extra in ["\",", "\"}", "\":", "{\"", "],", "\":\"", "1,", "true}", "null,", "\"]", "[\"", "},{\"", "0.", "-1", "\"code\":\"", "AB", #"\""#, #"\n"#, #"\u00"#, #"\ud"#, #""\"#] {
             pieces.append(Array(extra.utf8))
             scores.append(-1000)
         }
@@ -26,7 +27,7 @@ import Testing
 
     @Test func decode_randomSchemasAndBudgets_alwaysGiveValidCompleteValues() throws {
         var rng = SeededGenerator(seed: 0x5eed)
-        var checked = 0, atMinimumBudget = 0
+        var checked = 0, atMinimumBudget = 0, escaped = 0
         for index in 0 ..< Self.caseCount {
             let node = RandomSchema.object(depth: 0, &rng)
             let grammar = try SchemaGrammar(GenerationSchema(root: node), vocabulary: Self.vocabulary)
@@ -37,6 +38,8 @@ import Testing
             let text = String(decoding: bytes, as: UTF8.self)
             #expect(used <= budget, "case \(index): \(used) tokens for a budget of \(budget)")
             let content = try GeneratedContent(json: text)
+            // Fixed names and choices only ever escape quotes: any other escape was generated.
+            if zip(bytes, bytes.dropFirst()).contains(where: { $0 == UInt8(ascii: "\\") && $1 != UInt8(ascii: "\"") }) { escaped += 1 }
             if let problem = SchemaCheck.problem(content, node) {
                 Issue.record("case \(index): \(problem)\nschema: \(SchemaText.render(node))\noutput: \(text)")
                 return
@@ -45,6 +48,7 @@ import Testing
         }
         #expect(checked == Self.caseCount)
         #expect(atMinimumBudget >= Self.caseCount / 5)
+        #expect(escaped >= Self.caseCount / 50, "string escapes were decoded in only \(escaped) cases")
     }
 
     /// Picks random allowed tokens (uniformly) until the value is finished.

@@ -28,6 +28,23 @@ import Testing
         }
     }
 
+    @Test func initJSON_escapes_joinSurrogatePairsAndRefuseMalformedDigits() throws {
+        for (text, expected) in [(#""\ud83d\ude00 \u00E9\/\b\f""#, "😀 é/\u{8}\u{C}"),
+                                 (#""\ud83d x""#, "\u{FFFD} x"),            // a high half alone
+                                 (#""\ud83d\u0041""#, "\u{FFFD}A"),         // followed by no low half
+                                 (#""\ude00\ud83d""#, "\u{FFFD}\u{FFFD}")] {  // halves in the wrong order
+            #expect(try String(GeneratedContent(json: text)) == expected, "\(text)")
+        }
+        for text in [#""\u12""#, #""\u+123""#, #""\u12g4""#, #""\ud83d\uzz00""#, #""\x""#] {
+            #expect(throws: GeneratedContentError.self, "\(text)") { try GeneratedContent(json: text) }
+        }
+        // Cut inside an escape, a partial read keeps what came before it.
+        for cut in [#""ab\"#, #""ab\u00"#, #""ab\ud83d\u"#] {
+            let partial = try #require(try GeneratedContent.partial(json: Array(cut.utf8)))
+            #expect(try String(partial).hasPrefix("ab") && partial.isComplete == false, "\(cut)")
+        }
+    }
+
     @Test func initJSON_deepNesting_isRejectedNotRecursedInto() {
         let deep = String(repeating: "[", count: 100_000)
         #expect(throws: GeneratedContentError.self) { try GeneratedContent(json: deep) }
@@ -131,6 +148,28 @@ import Testing
                 let expected = (try? regex.wholeMatch(in: s)) != nil
                 #expect(automaton.matches(s) == expected, "/\(pattern)/ on \"\(s)\"")
             }
+        }
+    }
+
+    @Test func grammarState_freeString_takesJSONEscapesButNoSurrogateHalves() throws {
+        let grammar = try SchemaGrammar(GenerationSchema(root: .string(choices: nil, pattern: nil)),
+                                        vocabulary: ConstrainedDecodingPropertyTests.vocabulary)
+        func state(_ text: String) -> GrammarState? {
+            var s = GrammarState(grammar)
+            return s.feed(Array(text.utf8)) ? s : nil
+        }
+        for text in [#""a\"b\\c\/\b\f\n\r\t""#, #""\u00e9\uD7FF\ue000\uFFFF\u0000""#, #""é😀""#] {
+            let s = try #require(state(text), "\(text)")
+            #expect(s.isFinished, "\(text)")
+            #expect(try String(GeneratedContent(json: text)).isEmpty == false)
+        }
+        for text in [#""\x"#, #""\u12g"#, #""\ud8"#, #""\uDFFF"#, #""\U0041"#, "\"a\n"] {
+            #expect(state(text) == nil, "\(text)")
+        }
+        #expect(state("\"\u{7F}") != nil)   // DEL is not a control character in JSON
+        // The fewest bytes to finish: the rest of an escape, then the closing quote.
+        for (text, remaining) in [(#""ab"#, 1), (#""ab\"#, 2), (#""\u"#, 5), (#""\u00"#, 3), (#""\u00e"#, 2), (#""\u00e9"#, 1)] {
+            #expect(state(text)?.remaining == remaining, "\(text)")
         }
     }
 

@@ -168,6 +168,54 @@ struct StreamingAndToolTests {
         }
     }
 
+    @Test func respondGenerating_withToolsCallsThemBeforeTheValue() async throws {
+        let tool = WeatherTool()
+        let session = LanguageModelSession(model: tinyModel, tools: [tool], instructions: Self.instructions)
+        let response = try await session.respond(to: "Plan my day.", generating: DayQuery.self,
+                                                 options: GenerationOptions(maximumResponseTokens: 30, toolCallingMode: .required))
+        #expect(response.transcriptEntries.map(\.kind) == ["prompt", "toolCalls", "toolOutput", "response"])
+        #expect(tool.calls.value.withLock { $0 } == 1)
+        guard case let .response(r) = response.transcriptEntries.last else { return }
+        #expect(r.structure?.source == "DayQuery")
+        #expect(try DayQuery(r.structure!.content).day == response.content.day)
+        #expect(!r.tokenIDs.contains(PromptRenderer(tokenizer: tokenizer).toolCall!))
+        try await session.expectCacheExact()
+    }
+
+    @Test func respondGenerating_aCallCannotOpenOnceTheValueHasStarted() async throws {
+        let tool = WeatherTool()
+        let session = LanguageModelSession(model: tinyModel, tools: [tool], instructions: Self.instructions)
+        let open = PromptRenderer(tokenizer: tokenizer).toolCall!
+        session.setTokenSteering { generated in generated.isEmpty ? nil : open }   // after the value's first token
+        let response = try await session.respond(to: "Plan my day.", generating: DayQuery.self, options: short(30))
+        #expect(response.transcriptEntries.map(\.kind) == ["prompt", "response"])
+        guard case let .response(r) = response.transcriptEntries.last else { return }
+        #expect(!r.tokenIDs.contains(open))
+        _ = try DayQuery(r.structure!.content)
+        #expect(tool.calls.value.withLock { $0 } == 0)
+        try await session.expectCacheExact()
+    }
+
+    @Test func toolCalling_theLastRoundOffersNoCall() async throws {
+        let open = PromptRenderer(tokenizer: tokenizer).toolCall!
+        for guided in [false, true] {
+            let tool = WeatherTool()
+            let session = LanguageModelSession(model: tinyModel, tools: [tool], instructions: Self.instructions)
+            session.setTokenSteering { generated in generated.isEmpty ? open : nil }   // every round opens with a call, if it may
+            let entries = guided
+                ? try await session.respond(to: "Plan my day.", generating: DayQuery.self, options: short(30)).transcriptEntries
+                : try await session.respond(to: "Weather?", options: short(30)).transcriptEntries
+            let rounds = LanguageModelSession.maximumToolRounds
+            let calls: [String] = (0 ..< rounds).flatMap { _ in ["toolCalls", "toolOutput"] }
+            #expect(entries.map(\.kind) == ["prompt"] + calls + ["response"])
+            #expect(tool.calls.value.withLock { $0 } == rounds)
+            guard case let .response(r) = entries.last else { return }
+            #expect(!r.tokenIDs.isEmpty && !r.tokenIDs.contains(open), "guided: \(guided)")
+            if guided { _ = try DayQuery(r.structure!.content) }
+            try await session.expectCacheExact()
+        }
+    }
+
     @Test func toolCalling_aThrowingToolStopsTheRequestWithToolCallError() async throws {
         struct Broken: Error, Equatable {}
         struct FailingTool: Tool {

@@ -141,15 +141,20 @@ actor SessionEngine {
             } else if callStart == nil, decoding.requiresToolCall, outcome.generated.isEmpty, let open = renderer.toolCall {
                 next = open
             } else {
+                let open = callStart == nil && decoding.toolsOffered ? renderer.toolCall : nil
+                let openLogit = open.map { logits[0, $0] }
                 guide?.constrain(logits, budget: callStart == nil ? left : left - 1)
-                if callStart == nil, let open = renderer.toolCall, decoding.toolsOffered,
-                   decoding.toolCall.map({ left < 2 + $0.remaining }) ?? true {
-                    logits[0, open] = -.infinity   // no call, or no room to finish one
+                if let open {
+                    // A call opens where text may go on, or before a structured value starts; only
+                    // when tools are offered and there is room to finish it.
+                    let room = decoding.toolCall.map { left >= 2 + $0.remaining } ?? false
+                    let valueStarted = decoding.guide != nil && !outcome.generated.isEmpty
+                    logits[0, open] = room && !valueStarted ? openLogit! : -.infinity
                 }
                 // A forced token is taken unless the mask refused it (an id outside the vocabulary is
-                // taken too: the forward pass rejects it with a typed error).
-                if let forced = decoding.steering?(outcome.generated), guide?.allows(forced) ?? true,
-                   !(0 ..< logits.cols).contains(forced) || logits[0, forced] > -.infinity {
+                // taken too where nothing guides: the forward pass rejects it with a typed error).
+                if let forced = decoding.steering?(outcome.generated),
+                   (0 ..< logits.cols).contains(forced) ? logits[0, forced] > -.infinity : guide == nil {
                     next = forced
                 } else {
                     next = sampler.sample(logits)

@@ -19,14 +19,17 @@ struct Guidance {
         self.format = format
         self.mode = mode
         let grammars = engine.model.grammars
+        var structured: (TokenMasker, key: String)?
         do {
             structured = try format.map { try grammars.take($0.schema) }
-            let offersCalls = !tools.isEmpty && mode != .disallowed && format == nil
+            let offersCalls = !tools.isEmpty && mode != .disallowed
             calls = offersCalls ? try grammars.take(toolCalls: tools.map { ($0.name, $0.parameters) }) : nil
         } catch let error as GenerationSchema.SchemaError {
+            if let structured { grammars.giveBack(structured.0, key: structured.key) }   // keep it cached
             throw LanguageModelError.unsupportedSchema(error)
         }
-        if mode == .required, calls == nil, format == nil {
+        self.structured = structured
+        if mode == .required, calls == nil {
             giveBack()
             throw LanguageModelError.invalidOptions(option: "toolCallingMode", reason: ".required needs at least one tool")
         }
@@ -39,7 +42,8 @@ struct Guidance {
     }
 
     /// `decoding` constrained for tool round `round`: the structured response's guide (checked
-    /// against the budget), a fresh tool-call guide, and whether the round must open with a call.
+    /// against the budget), a fresh tool-call guide (none in the last round), and whether the
+    /// round must open with a call.
     func constrain(_ decoding: Decoding, round: Int) throws -> Decoding {
         var d = decoding
         if let structured, round == 0 {
@@ -50,7 +54,9 @@ struct Guidance {
             }
             d.guide = guide
         }
-        d.toolCall = calls.map { GuidedDecoder(masker: $0.0, stopToken: engine.renderer.end) }
+        // The last round offers no call: its response must be the answer.
+        let offersCall = round < LanguageModelSession.maximumToolRounds
+        d.toolCall = offersCall ? calls.map { GuidedDecoder(masker: $0.0, stopToken: engine.renderer.end) } : nil
         d.requiresToolCall = mode == .required && round == 0
         return d
     }

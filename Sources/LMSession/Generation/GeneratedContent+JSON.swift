@@ -190,6 +190,19 @@ struct JSONReader {
         return Double(text)
     }
 
+    /// The code named by the four hex digits of a `\u` escape at `position` (moved past them), or
+    /// nil when the text ends first.
+    private mutating func hexEscape() throws -> UInt32? {
+        guard position + 4 <= bytes.count else { return nil }
+        var code: UInt32 = 0
+        for c in bytes[position ..< position + 4] {
+            guard let digit = c.hexDigitValue else { throw fail("malformed \\u escape") }
+            code = code << 4 | UInt32(digit)
+        }
+        position += 4
+        return code
+    }
+
     /// A string; `closed` is false when the text ended inside it (partial mode).
     mutating func string() throws -> (String, closed: Bool) {
         position += 1
@@ -212,12 +225,20 @@ struct JSONReader {
                 case UInt8(ascii: "b"): out.append(0x08)
                 case UInt8(ascii: "f"): out.append(0x0C)
                 case UInt8(ascii: "u"):
-                    guard position + 4 <= bytes.count else { position = bytes.count; break }
-                    guard let code = UInt32(String(decoding: bytes[position ..< position + 4], as: UTF8.self), radix: 16) else {
-                        throw fail("malformed \\u escape")
+                    guard let code = try hexEscape() else { position = bytes.count; break }
+                    var scalar = UnicodeScalar(code)
+                    // A high surrogate followed by an escaped low one is one character beyond the first plane.
+                    if 0xD800 ..< 0xDC00 ~= code, position + 1 < bytes.count,
+                       bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") {
+                        let mark = position
+                        position += 2
+                        if let low = try hexEscape(), 0xDC00 ..< 0xE000 ~= low {
+                            scalar = UnicodeScalar(0x10000 + (code - 0xD800) << 10 + (low - 0xDC00))
+                        } else {
+                            position = mark   // not a low half: the next escape stands alone
+                        }
                     }
-                    position += 4
-                    out += Array(String(UnicodeScalar(code).map(Character.init) ?? "\u{FFFD}").utf8)
+                    out += Array(String(Character(scalar ?? "\u{FFFD}")).utf8)
                 default:
                     position -= 1
                     throw fail("unknown escape")

@@ -54,3 +54,15 @@ struct ByteSet: Hashable, Sendable {
     /// Bytes a JSON string may hold unescaped: no control characters, quote or backslash.
     static let stringContent = ByteSet(range: 0x20 ... 0xFF).subtracting(ByteSet([0x22, 0x5C]))
 }
+
+extension UInt8 {
+    /// The value of this byte as a hex digit (`0-9`, `a-f`, `A-F`), or nil.
+    var hexDigitValue: Int? {
+        switch self {
+        case UInt8(ascii: "0") ... UInt8(ascii: "9"): Int(self - UInt8(ascii: "0"))
+        case UInt8(ascii: "a") ... UInt8(ascii: "f"): Int(self - UInt8(ascii: "a")) + 10
+        case UInt8(ascii: "A") ... UInt8(ascii: "F"): Int(self - UInt8(ascii: "A")) + 10
+        default: nil
+        }
+    }
+}

@@ -10,7 +10,9 @@
 struct GrammarState {
     /// One open value. The fields' meaning depends on the node:
     /// sequence: `a` item index, `b` position in a literal; array: `a` element count, `b` stage;
-    /// string: `a` stage (0 before the opening quote), `b` UTF-8 continuation bytes pending;
+    /// string: `a` stage (0 before the opening quote, 1 in the text, 2 after a backslash, 3-6
+    /// before the first to fourth hex digit of a `\u` escape), `b` UTF-8 continuation bytes
+    /// pending (stage 1) or whether the escape's first hex digit was `d` (stage 4);
     /// pattern: `a` stage, `b` automaton state; choice: `a` trie node; number: `number`.
     struct Frame: Hashable {
         var node: Int
@@ -79,7 +81,13 @@ struct GrammarState {
             case 2: return f.a >= minimum ? 1 : (minimum - f.a) * (e + 1) + 1
             default: return e + (f.a + 1 >= minimum ? 1 : (minimum - f.a - 1) * (e + 1) + 1)
             }
-        case .string: return f.a == 0 ? 2 : f.b + 1
+        case .string:
+            switch f.a {
+            case 0: return 2
+            case 1: return f.b + 1
+            case 2: return 2   // the escaped character, then the quote
+            default: return 7 - f.a + 1   // the hex digits left, then the quote
+            }
         case let .pattern(p): return f.a == 0 ? 2 + p.distance[p.start] : p.distance[f.b] + 1
         case let .choice(trie): return trie.distance[f.a]
         case let .number(rule): return rule.remaining(f.number) ?? Int.max / 4
@@ -146,24 +154,10 @@ struct GrammarState {
                     return false
                 }
             case .string:
-                if f.a == 0 {
-                    guard c == UInt8(ascii: "\"") else { return false }
-                    f.a = 1
-                } else if f.b > 0 {
-                    guard c & 0xC0 == 0x80 else { return false }
-                    f.b -= 1
-                } else if c == UInt8(ascii: "\"") {
+                guard Self.feedString(&f, c) else { return false }
+                if f.a == Self.closedString {
                     pop()
                     return true
-                } else {
-                    guard ByteSet.stringContent.contains(c) else { return false }
-                    switch c {
-                    case 0x00 ..< 0x80: break
-                    case 0xC2 ... 0xDF: f.b = 1
-                    case 0xE0 ... 0xEF: f.b = 2
-                    case 0xF0 ... 0xF4: f.b = 3
-                    default: return false
-                    }
                 }
                 top = f
                 return true
@@ -215,6 +209,51 @@ struct GrammarState {
                 return true
             }
         }
+    }
+
+    /// The stage ``feedString(_:_:)`` leaves a string frame in once its closing quote is fed.
+    private static let closedString = -1
+
+    /// One byte of a JSON string: text (whole UTF-8 sequences, no control character, quote or
+    /// backslash), or an escape (`\"` `\\` `\/` `\b` `\f` `\n` `\r` `\t`, or `\u` and four hex
+    /// digits naming a character that is not half of a surrogate pair: a lone half would decode
+    /// as U+FFFD; characters beyond the first plane are written as UTF-8 instead).
+    private static func feedString(_ f: inout Frame, _ c: UInt8) -> Bool {
+        switch f.a {
+        case 0:
+            guard c == UInt8(ascii: "\"") else { return false }
+            f.a = 1
+        case 1 where f.b > 0:
+            guard c & 0xC0 == 0x80 else { return false }
+            f.b -= 1
+        case 1:
+            switch c {
+            case UInt8(ascii: "\""): f.a = closedString
+            case UInt8(ascii: "\\"): f.a = 2
+            case _ where !ByteSet.stringContent.contains(c): return false
+            case 0x00 ..< 0x80: break
+            case 0xC2 ... 0xDF: f.b = 1
+            case 0xE0 ... 0xEF: f.b = 2
+            case 0xF0 ... 0xF4: f.b = 3
+            default: return false
+            }
+        case 2:
+            switch c {
+            case UInt8(ascii: "u"): f.a = 3
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                 UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"): f.a = 1
+            default: return false
+            }
+        default:
+            guard let digit = c.hexDigitValue else { return false }
+            if f.a == 3 { f.b = digit == 0xD ? 1 : 0 }
+            if f.a == 4 {
+                guard f.b == 0 || digit < 8 else { return false }   // d800-dfff: surrogate halves
+                f.b = 0
+            }
+            f.a = f.a == 6 ? 1 : f.a + 1
+        }
+        return true
     }
 
     /// Feeds `bytes`; false when any is refused.

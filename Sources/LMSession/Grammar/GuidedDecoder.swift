@@ -32,11 +32,6 @@ final class GuidedDecoder: @unchecked Sendable {
         maskNanoseconds.append(DispatchTimeNanoseconds.now - start)
     }
 
-    /// Whether `token` is allowed by the last ``constrain(_:budget:)``.
-    func allows(_ token: Int) -> Bool {
-        token >= 0 && token < masker.vocabulary.count && mask[token >> 6] & (1 << UInt64(token & 63)) != 0
-    }
-
     /// Advances past `token`; false when the grammar refuses it (never for an allowed token).
     @discardableResult
     func accept(_ token: Int) -> Bool {

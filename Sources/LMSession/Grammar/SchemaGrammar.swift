@@ -4,8 +4,9 @@
 /// Objects are sequences of literal bytes (`{"name":`, `,"age":`, `}`) and value slots, in
 /// declaration order; arrays, strings, numbers and choices are their own nodes. The text is
 /// compact: no whitespace anywhere outside strings (a grammar that allows whitespace lets
-/// a model pad until its budget runs out). Strings hold no escapes: `"`, `\` and control
-/// characters cannot be generated inside them.
+/// a model pad until its budget runs out). Free strings take JSON's escapes (see
+/// `GrammarState.feedString`); strings with a pattern take none, so a pattern never matches
+/// `"`, `\` or a control character.
 final class SchemaGrammar: Sendable {
     enum Item: Sendable {
         /// Fixed bytes, and the fewest tokens that spell each suffix (`costs[p]` for `bytes[p...]`).
