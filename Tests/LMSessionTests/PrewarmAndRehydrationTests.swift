@@ -87,6 +87,30 @@ struct PrewarmAndRehydrationTests {
         }
     }
 
+    @Test func promptEntry_keepsItsOptionsWhichRenderNothing() async throws {
+        let options = GenerationOptions(samplingMode: .random(top: 5, seed: 3), temperature: 0.7, maximumResponseTokens: 6,
+                                        toolCallingMode: .disallowed)
+        let session = LanguageModelSession(model: tinyModel, instructions: Self.instructions)
+        let response = try await session.respond(to: "Plan a weekend in Porto.", options: options)
+        guard case let .prompt(p)? = response.transcriptEntries.first else { Issue.record("no prompt entry"); return }
+        #expect(p.options == options)
+        // A transcript saved before prompts kept their options reads with the defaults.
+        let old = try JSONDecoder().decode(Transcript.Prompt.self, from: Data(#"{"text":"Hi"}"#.utf8))
+        #expect(old.options == GenerationOptions() && old.responseFormat == nil)
+        // The options are not part of what the model reads: the same history with other options
+        // renders the same tokens, so a rehydrated session reuses everything the first one cached.
+        var edited = session.transcript
+        edited.entries = edited.entries.map { entry in
+            guard case var .prompt(p) = entry else { return entry }
+            p.options = GenerationOptions()
+            return .prompt(p)
+        }
+        let renderer = PromptRenderer(tokenizer: tokenizer)
+        let components: [InstructionComponent] = [.text(Self.instructions)]
+        #expect(renderer.render(components, history: edited.history, prompt: nil).tokens
+            == renderer.render(components, history: session.transcript.history, prompt: nil).tokens)
+    }
+
     @Test func transcript_codableRoundTripAndHistory() throws {
         let transcript = Transcript(entries: [
             .instructions(.init(texts: ["Be brief."], toolDefinitions: [WeatherTool().definition])),

@@ -49,6 +49,14 @@ struct TranscriptRoundTripTests {
             return Transcript.ResponseFormat(schema: schema, isIncludedInPrompt: int(2) == 0)
         }
 
+        mutating func options() -> GenerationOptions {
+            let modes: [GenerationOptions.SamplingMode?] = [nil, .greedy, .random(top: 1 + int(50), seed: UInt64(int(9))),
+                                                            .random(probabilityThreshold: Double(1 + int(8)) / 8)]
+            let calling: [GenerationOptions.ToolCallingMode?] = [nil, .allowed, .required, .disallowed]
+            return GenerationOptions(samplingMode: modes[int(modes.count)], temperature: int(2) == 0 ? nil : Double(int(20)) / 8,
+                                     maximumResponseTokens: int(2) == 0 ? nil : int(500), toolCallingMode: calling[int(calling.count)])
+        }
+
         mutating func entry() -> Transcript.Entry {
             let id = "id-\(int(1_000_000))-" + text()
             switch int(6) {
@@ -57,7 +65,7 @@ struct TranscriptRoundTripTests {
                     Transcript.ToolDefinition(name: "tool\(i)", description: text(), argumentsSchema: #"{"type":"object"}"#)
                 }
                 return .instructions(.init(id: id, texts: (0 ..< int(4)).map { _ in text() }, toolDefinitions: tools))
-            case 1: return .prompt(.init(id: id, text: text(), responseFormat: format()))
+            case 1: return .prompt(.init(id: id, text: text(), options: options(), responseFormat: format()))
             case 2:
                 let calls = (0 ..< 1 + int(3)).map { _ in Transcript.ToolCall(toolName: "tool\(int(3))", arguments: content()) }
                 return .toolCalls(.init(id: id, calls: calls, tokenIDs: int(2) == 0 ? nil : (0 ..< int(6)).map { _ in int(4096) }))

@@ -1,5 +1,5 @@
 /// How a response is sampled and how long it may be.
-public struct GenerationOptions: Sendable, Equatable {
+public struct GenerationOptions: Sendable, Equatable, Codable {
     /// How tokens are chosen.
     public var samplingMode: SamplingMode?
     /// Sampling temperature (`nil`: 1 for random modes).
@@ -34,7 +34,7 @@ public struct GenerationOptions: Sendable, Equatable {
     }
 
     /// Whether a response may call the offered tools.
-    public enum ToolCallingMode: Sendable, Equatable {
+    public enum ToolCallingMode: Sendable, Equatable, Codable {
         /// The model decides (the default).
         case allowed
         /// The response starts with a tool call (its arguments decoded under the tool's schema).
@@ -44,8 +44,8 @@ public struct GenerationOptions: Sendable, Equatable {
     }
 
     /// How the next token is chosen.
-    public struct SamplingMode: Sendable, Equatable {
-        enum Kind: Sendable, Equatable {
+    public struct SamplingMode: Sendable, Equatable, Codable {
+        enum Kind: Sendable, Equatable, Codable {
             case greedy
             case top(Int)
             case probabilityThreshold(Double)

@@ -51,7 +51,7 @@ extension LanguageModelSession {
             return CachedResponse(content: r.text, tokenIDs: r.tokenIDs)
         }
         if answer.isCached, let value = answer.value {
-            changing(\.transcript) { $0.history += [.prompt(.init(text: prompt.text)), .response(.init(text: value.content, tokenIDs: value.tokenIDs))] }
+            changing(\.transcript) { $0.history += [.prompt(.init(text: prompt.text, options: options)), .response(.init(text: value.content, tokenIDs: value.tokenIDs))] }
         }
         return answer
     }

@@ -110,18 +110,24 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
         @EntryIdentity public var id: String
         /// The prompt text.
         public var text: String
+        /// The options the request was made with (as passed: `nil` fields took the profile's
+        /// or the session's choice). They do not render: changing them changes no cached token.
+        public var options: GenerationOptions
         /// The structure the response had to have, for a guided-generation request.
         public var responseFormat: ResponseFormat?
         /// A prompt entry with `text`.
-        public init(id: String = UUID().uuidString, text: String, responseFormat: ResponseFormat? = nil) {
+        public init(id: String = UUID().uuidString, text: String, options: GenerationOptions = GenerationOptions(),
+                    responseFormat: ResponseFormat? = nil) {
             self.id = id
             self.text = text
+            self.options = options
             self.responseFormat = responseFormat
         }
 
         /// A prompt entry from segments (joined by newlines; a structure as its JSON).
-        public init(id: String = UUID().uuidString, segments: [Segment], responseFormat: ResponseFormat? = nil) {
-            self.init(id: id, text: segments.map(\.text).joined(separator: "\n"), responseFormat: responseFormat)
+        public init(id: String = UUID().uuidString, segments: [Segment], options: GenerationOptions = GenerationOptions(),
+                    responseFormat: ResponseFormat? = nil) {
+            self.init(id: id, text: segments.map(\.text).joined(separator: "\n"), options: options, responseFormat: responseFormat)
         }
 
         /// The text as one text segment.
@@ -281,6 +287,20 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
         public var segments: [Segment] {
             structure.map { [.structure($0)] } ?? [.text(TextSegment(content: text))]
         }
+    }
+}
+
+extension Transcript.Prompt {
+    private enum CodingKeys: String, CodingKey { case id, text, options, responseFormat }
+
+    /// Reads a prompt; `options` and `responseFormat` may be absent (transcripts saved before
+    /// prompts kept their options read with the defaults).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        _id = try c.decode(EntryIdentity.self, forKey: .id)
+        text = try c.decode(String.self, forKey: .text)
+        options = try c.decodeIfPresent(GenerationOptions.self, forKey: .options) ?? GenerationOptions()
+        responseFormat = try c.decodeIfPresent(Transcript.ResponseFormat.self, forKey: .responseFormat)
     }
 }
 

@@ -153,7 +153,7 @@ extension LanguageModelSession {
         defer { changing(\.isResponding) { $0.isResponding = false } }
         await pendingPrewarm?.value
         state.withLock { $0.prewarm = nil }
-        let request = Request(session: self, engine: try engine(), prompt: .init(text: prompt.text, responseFormat: format),
+        let request = Request(session: self, engine: try engine(), prompt: .init(text: prompt.text, options: options, responseFormat: format),
                               options: options, started: started)
         return try await request.run(onSnapshot: onSnapshot)
     }
