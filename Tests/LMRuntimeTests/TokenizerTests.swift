@@ -31,6 +31,18 @@ struct TokenizerTests {
         }
     }
 
+    @Test func identity_followsWhatIdsMeanNotHowTextEncodes() {
+        let t = Fixtures.bundledTokenizer
+        #expect(t.identity.count == 16 && t.identity.allSatisfy(\.isHexDigit))
+        #expect(Tokenizer(pieces: t.pieces, scores: t.scores.map { -$0 }).identity == t.identity)   // scores: same ids
+        var swapped = t.pieces
+        swapped.swapAt(300, 301)
+        #expect(Tokenizer(pieces: swapped, scores: t.scores).identity != t.identity)
+        // Piece boundaries count: ["ab", "c"] and ["a", "bc"] are different vocabularies.
+        #expect(Tokenizer(pieces: [Array("ab".utf8), Array("c".utf8)], scores: [0, 0]).identity
+            != Tokenizer(pieces: [Array("a".utf8), Array("bc".utf8)], scores: [0, 0]).identity)
+    }
+
     @Test func encode_emptyTextIsBOSOnlyAndFlagsAreHonoured() {
         let tokenizer = Fixtures.bundledTokenizer
         #expect(tokenizer.encode("") == [Tokenizer.bos])

@@ -111,6 +111,30 @@ struct PrewarmAndRehydrationTests {
             == renderer.render(components, history: session.transcript.history, prompt: nil).tokens)
     }
 
+    @Test func responseEntry_idsOfAnotherTokenizerRenderAsItsText() async throws {
+        let renderer = PromptRenderer(tokenizer: tokenizer)
+        let ids = [300, 301, 302], text = "Walk the riverside."
+        func rendered(_ assetIDs: [String]) -> [Int] {
+            var out = RenderedPrompt()
+            renderer.renderEntry(.response(.init(text: text, tokenIDs: ids, assetIDs: assetIDs)), index: 0, into: &out)
+            return Array(out.tokens.dropFirst(renderer.assistant.count).dropLast())
+        }
+        #expect(rendered([]) == ids)                                   // unknown origin: taken as this model's
+        #expect(rendered([renderer.assetID, "com.example.adapter"]) == ids)
+        #expect(rendered(["com.example.adapter"]) == ids)              // only a tokenizer's id decides
+        #expect(rendered(["tokenizer:0123456789abcdef"]) == tokenizer.encode(text, bos: false))
+        // Every generated response says which tokenizer its ids are in.
+        let session = LanguageModelSession(model: tinyModel, instructions: Self.instructions)
+        let response = try await session.respond(to: "Plan a weekend in Porto.", options: short())
+        guard case let .response(r)? = response.transcriptEntries.last else { Issue.record("no response"); return }
+        #expect(r.assetIDs == ["tokenizer:" + tokenizer.identity])
+        // FoundationModels' initializer: text from the segments, no ids; one structure is the value.
+        let value = Transcript.StructuredSegment(source: "Plan", content: GeneratedContent(properties: ["days": 2]))
+        let built = Transcript.Response(assetIDs: ["a"], segments: [.structure(value)])
+        #expect(built.structure == value && built.text == #"{"days":2}"# && built.tokenIDs.isEmpty)
+        #expect(Transcript.Response(assetIDs: [], segments: [.text(.init(content: "a")), .text(.init(content: "b"))]).text == "a\nb")
+    }
+
     @Test func transcript_codableRoundTripAndHistory() throws {
         let transcript = Transcript(entries: [
             .instructions(.init(texts: ["Be brief."], toolDefinitions: [WeatherTool().definition])),

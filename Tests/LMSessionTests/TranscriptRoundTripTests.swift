@@ -72,7 +72,8 @@ struct TranscriptRoundTripTests {
             case 3: return .toolOutput(.init(id: id, toolName: "tool\(int(3))", text: text()))
             case 4:
                 let structure = int(2) == 0 ? nil : Transcript.StructuredSegment(source: "Plan", content: content())
-                return .response(.init(id: id, text: text(), tokenIDs: (0 ..< int(8)).map { _ in int(4096) }, structure: structure))
+                return .response(.init(id: id, text: text(), tokenIDs: (0 ..< int(8)).map { _ in int(4096) }, structure: structure,
+                                       assetIDs: (0 ..< int(3)).map { _ in "tokenizer:" + text() }))
             default: return .reasoning(.init(id: id, segments: [.text(.init(content: text()))]))
             }
         }

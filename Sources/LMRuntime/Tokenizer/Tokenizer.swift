@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// A subword BPE tokenizer in llama2.c's `tokenizer.bin` format, encoding exactly as llama2.c does.
@@ -25,6 +26,11 @@ public struct Tokenizer: Sendable {
     public let scores: [Float]
     /// Length in bytes of the longest piece.
     public let maxTokenLength: Int
+    /// What token ids mean under this tokenizer: the first 16 hex digits of a SHA-256 over every
+    /// piece in id order (scores excluded: they change how text encodes, not what an id reads
+    /// as). Two tokenizers with the same identity decode every id alike, so ids saved under one
+    /// are valid under the other.
+    public let identity: String
     private let ids: [[UInt8]: Int]
 
     /// Number of entries.
@@ -37,6 +43,12 @@ public struct Tokenizer: Sendable {
         self.pieces = pieces
         self.scores = scores
         maxTokenLength = pieces.map(\.count).max() ?? 0
+        var hash = SHA256()
+        for piece in pieces {
+            withUnsafeBytes(of: UInt32(piece.count).littleEndian) { hash.update(bufferPointer: $0) }
+            hash.update(data: piece)
+        }
+        identity = hash.finalize().prefix(8).map { String(format: "%02x", $0) }.joined()
         var ids: [[UInt8]: Int] = [:]
         for (id, piece) in pieces.enumerated() where ids[piece] == nil { ids[piece] = id }
         self.ids = ids

@@ -51,7 +51,9 @@ extension LanguageModelSession {
             return CachedResponse(content: r.text, tokenIDs: r.tokenIDs)
         }
         if answer.isCached, let value = answer.value {
-            changing(\.transcript) { $0.history += [.prompt(.init(text: prompt.text, options: options)), .response(.init(text: value.content, tokenIDs: value.tokenIDs))] }
+            // The key holds the tokens this model's tokenizer rendered, so the cached ids are in it too.
+            let response = Transcript.Response(text: value.content, tokenIDs: value.tokenIDs, assetIDs: [try engine().renderer.assetID])
+            changing(\.transcript) { $0.history += [.prompt(.init(text: prompt.text, options: options)), .response(response)] }
         }
         return answer
     }

@@ -265,7 +265,10 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
     ///
     /// A response without token ids (built by hand, or saved by code that does not know
     /// them) renders its text, tokenized; a saved transcript without the `tokenIDs` key
-    /// decodes to such a response.
+    /// decodes to such a response. So does a response whose ids belong to another tokenizer
+    /// (its ``assetIDs`` name a `tokenizer:` other than the session model's): a transcript
+    /// saved before the app's model changed rehydrates with its text, not with ids that
+    /// would read as something else.
     public struct Response: Sendable, Equatable, Codable {
         /// The entry's identifier.
         @EntryIdentity public var id: String
@@ -275,12 +278,28 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
         public var tokenIDs: [Int]
         /// The value, for a guided-generation response (`text` is then its JSON).
         public var structure: StructuredSegment?
+        /// What generated the response: `tokenizer:` and the generating model's
+        /// ``LMRuntime/Tokenizer/identity``, saying what ``tokenIDs`` mean. Empty when unknown
+        /// (the ids are then taken as the session model's).
+        public var assetIDs: [String]
         /// A response entry.
-        public init(id: String = UUID().uuidString, text: String, tokenIDs: [Int], structure: StructuredSegment? = nil) {
+        public init(id: String = UUID().uuidString, text: String, tokenIDs: [Int], structure: StructuredSegment? = nil,
+                    assetIDs: [String] = []) {
             self.id = id
             self.text = text
             self.tokenIDs = tokenIDs
             self.structure = structure
+            self.assetIDs = assetIDs
+        }
+
+        /// A response from segments, as FoundationModels builds one: its text is the segments'
+        /// (joined by newlines; a structure as its JSON), with no token ids; a single structured
+        /// segment is its value.
+        public init(id: String = UUID().uuidString, assetIDs: [String], segments: [Segment]) {
+            var structure: StructuredSegment?
+            if segments.count == 1, case let .structure(s) = segments[0] { structure = s }
+            self.init(id: id, text: segments.map(\.text).joined(separator: "\n"), tokenIDs: [], structure: structure,
+                      assetIDs: assetIDs)
         }
 
         /// The content: one structured segment for a guided response, one text segment otherwise.
@@ -305,15 +324,16 @@ extension Transcript.Prompt {
 }
 
 extension Transcript.Response {
-    private enum CodingKeys: String, CodingKey { case id, text, tokenIDs, structure }
+    private enum CodingKeys: String, CodingKey { case id, text, tokenIDs, structure, assetIDs }
 
-    /// Reads a response; `id`, `tokenIDs` and `structure` may be absent.
+    /// Reads a response; `id`, `tokenIDs`, `structure` and `assetIDs` may be absent.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         _id = try c.decode(EntryIdentity.self, forKey: .id)
         text = try c.decode(String.self, forKey: .text)
         tokenIDs = try c.decodeIfPresent([Int].self, forKey: .tokenIDs) ?? []
         structure = try c.decodeIfPresent(Transcript.StructuredSegment.self, forKey: .structure)
+        assetIDs = try c.decodeIfPresent([String].self, forKey: .assetIDs) ?? []
     }
 }
 

@@ -64,6 +64,9 @@ struct PromptRenderer: Sendable {
     let toolCall: Int?
     /// Closes a segment: `<|end|>`, or EOS when the tokenizer has no such piece.
     let end: Int
+    /// The tokenizer's asset identifier (`tokenizer:` and its identity), recorded on every
+    /// generated response.
+    let assetID: String
 
     init(tokenizer: Tokenizer) {
         func marker(_ piece: String, fallback: String) -> [Int] {
@@ -76,9 +79,13 @@ struct PromptRenderer: Sendable {
         tool = marker(ControlPieces.tool, fallback: "Tool:")
         toolCall = tokenizer.id(of: ControlPieces.toolCall)
         end = tokenizer.id(of: ControlPieces.end) ?? Tokenizer.eos
+        assetID = Self.tokenizerAssetPrefix + tokenizer.identity
     }
 
     func text(_ s: String) -> [Int] { tokenizer.encode(s, bos: false) }
+
+    /// How a response's ``Transcript/Response/assetIDs`` name the tokenizer its ids are in.
+    static let tokenizerAssetPrefix = "tokenizer:"
 
     /// The instructions segment(s).
     func renderInstructions(_ components: [InstructionComponent], into out: inout RenderedPrompt) {
@@ -107,8 +114,11 @@ struct PromptRenderer: Sendable {
         case let .prompt(p):
             out.append(user + text(p.text) + [end] + schemaTokens(p.responseFormat), as: segment)
         case let .response(r):
-            // The tokens it was generated as; a response known only by its text renders the text.
-            let tokens = r.tokenIDs.isEmpty && !r.text.isEmpty ? text(r.text) : r.tokenIDs
+            // The tokens it was generated as; a response known only by its text, or whose ids
+            // another tokenizer wrote, renders the text.
+            let foreign = r.assetIDs.contains { $0.hasPrefix(Self.tokenizerAssetPrefix) } && !r.assetIDs.contains(assetID)
+            let ids = foreign ? [] : r.tokenIDs
+            let tokens = ids.isEmpty ? text(r.text) : ids
             out.append(assistant + tokens + [end], as: segment)
         case let .toolCalls(calls):
             out.append(assistant + calls.tokenIDs(self), as: segment)

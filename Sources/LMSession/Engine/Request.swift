@@ -101,7 +101,8 @@ struct Request {
         usage.guidedMaskNanoseconds = turn.guide?.maskNanoseconds ?? []
         let text = LanguageModelSession.text(outcome.generated, engine.model.tokenizer)
         let (raw, structure) = outcome.ending == .contextFull ? (GeneratedContent(kind: .string(text)), nil) : try guidance.content(text)
-        let response = Transcript.Response(text: text, tokenIDs: outcome.generated, structure: structure)
+        let response = Transcript.Response(text: text, tokenIDs: outcome.generated, structure: structure,
+                                           assetIDs: [engine.renderer.assetID])
         let entries = [Transcript.Entry.prompt(prompt)] + turn.added + [.response(response)]
         if outcome.ending == .contextFull {
             // The window filled mid-response: the policy decides what the transcript keeps.
