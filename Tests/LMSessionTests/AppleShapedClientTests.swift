@@ -43,6 +43,13 @@ struct ForecastTool: Tool {
     }
 }
 
+/// A tool that keeps its schema out of the instructions.
+struct QuietTool: Tool {
+    let description = "Weather, schema not shown."
+    var includesSchemaInInstructions: Bool { false }
+    func call(arguments: ForecastTool.Arguments) async throws -> String { "Sunny" }
+}
+
 struct TripProfile: DynamicProfile {
     @SessionProperty(\.history) var history
     var body: some DynamicProfile {
@@ -151,6 +158,61 @@ struct TripProfile: DynamicProfile {
         let next = try await session.respond(to: "Two", options: GenerationOptions(maximumResponseTokens: 3))
         #expect(next.invalidation?.segment == .transcriptEntry(index: 0, kind: "prompt"))
         #expect(session.transcript.history.count == 4)
+    }
+
+    @Test func transcript_builtWithFoundationModelsInitializersRehydrates() async throws {
+        // A transcript an app assembles itself (from its own storage), with FoundationModels' initializers.
+        let arguments = GeneratedContent(properties: ["city": "Porto", "days": 1])
+        let built = Transcript(entries: [
+            .instructions(Transcript.Instructions(id: "i", segments: [.text(Transcript.TextSegment(id: "s0", content: "Plan trips."))],
+                                                  toolDefinitions: [Transcript.ToolDefinition(tool: ForecastTool())])),
+            .prompt(Transcript.Prompt(id: "p", segments: [.text(Transcript.TextSegment(id: "s1", content: "Weather in Porto?"))])),
+            .toolCalls(Transcript.ToolCalls(id: "c", [Transcript.ToolCall(id: "call", toolName: "ForecastTool", arguments: arguments)])),
+            .toolOutput(Transcript.ToolOutput(id: "o", toolName: "ForecastTool",
+                                              segments: [.text(Transcript.TextSegment(id: "s2", content: "Sunny in Porto"))])),
+            .response(Transcript.Response(id: "r", assetIDs: [], segments: [
+                .structure(Transcript.StructuredSegment(id: "s3", source: "Note", content: GeneratedContent(properties: ["ok": true]))),
+            ])),
+        ])
+        #expect(built.map(\.id) == ["i", "p", "c", "o", "r"])
+        guard case let .toolCalls(calls) = built[2], case let .toolOutput(output) = built[3], case let .response(response) = built[4] else {
+            Issue.record("entries out of order"); return
+        }
+        #expect(calls.id == "c" && calls.map(\.id) == ["call"] && calls[0].arguments == arguments)
+        #expect(output.text == "Sunny in Porto" && response.segments.map(\.id) == ["s3"])
+        let definition = Transcript.ToolDefinition(tool: ForecastTool())
+        #expect(definition.parameters == ForecastTool.Arguments.generationSchema && definition.name == "ForecastTool")
+        #expect(Transcript.ToolDefinition(name: "ForecastTool", description: ForecastTool().description,
+                                          parameters: ForecastTool.Arguments.generationSchema) == definition)
+        // Every identifier, the calls' and the segments' too, survives a save and a load.
+        let loaded = try JSONDecoder().decode(Transcript.self, from: try JSONEncoder().encode(built))
+        #expect(loaded == built)
+        guard case let .toolCalls(loadedCalls) = loaded[2], case let .response(loadedResponse) = loaded[4] else { return }
+        #expect(loadedCalls.map(\.id) == ["call"] && loadedResponse.segments.map(\.id) == ["s3"])
+        // A session continues it; the history it renders is the app's, and the next turn reuses all of it.
+        let session = LanguageModelSession(model: Self.tiny, tools: [ForecastTool()], transcript: loaded)
+        let first = try await session.respond(to: "Thanks.", options: GenerationOptions(maximumResponseTokens: 3))
+        #expect(first.usage.input.cachedTokenCount == 0)
+        #expect(session.transcript.history.prefix(4).map(\.id) == ["p", "c", "o", "r"])
+        let second = try await session.respond(to: "Bye.", options: GenerationOptions(maximumResponseTokens: 3))
+        #expect(second.invalidation == nil && second.usage.input.cachedTokenCount > 0)
+    }
+
+    @Test func toolDefinition_parametersAndTheTextTheModelReads() throws {
+        var shown = Transcript.ToolDefinition(name: "t", description: "d", parameters: ForecastTool.Arguments.generationSchema)
+        #expect(shown.argumentsSchema == ForecastTool.Arguments.generationSchema.debugDescription)
+        shown.parameters = TripIdea.generationSchema       // the text follows the schema
+        #expect(shown.argumentsSchema == TripIdea.generationSchema.debugDescription)
+        var hidden = Transcript.ToolDefinition(tool: QuietTool())
+        #expect(hidden.argumentsSchema.isEmpty && hidden.parameters == ForecastTool.Arguments.generationSchema)
+        hidden.parameters = TripIdea.generationSchema      // a tool that hides its schema keeps it hidden
+        #expect(hidden.argumentsSchema.isEmpty)
+        // Saved before definitions kept their schema: the text stays what the model read.
+        let old = try JSONDecoder().decode(Transcript.ToolDefinition.self,
+                                           from: Data(#"{"name":"t","description":"d","argumentsSchema":"{days: integer}"}"#.utf8))
+        #expect(old.argumentsSchema == "{days: integer}" && old.parameters.debugDescription != old.argumentsSchema)
+        let again = try JSONDecoder().decode(Transcript.ToolDefinition.self, from: try JSONEncoder().encode(shown))
+        #expect(again == shown && again.parameters == TripIdea.generationSchema)
     }
 
     @Test func observation_seesRespondingAndTranscriptChange() async throws {

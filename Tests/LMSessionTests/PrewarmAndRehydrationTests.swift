@@ -135,6 +135,25 @@ struct PrewarmAndRehydrationTests {
         #expect(Transcript.Response(assetIDs: [], segments: [.text(.init(content: "a")), .text(.init(content: "b"))]).text == "a\nb")
     }
 
+    @Test func toolCallsEntry_idsOfAnotherTokenizerRenderAsTheCallsText() throws {
+        let renderer = PromptRenderer(tokenizer: tokenizer)
+        let calls = [Transcript.ToolCall(toolName: "weather", arguments: GeneratedContent(properties: ["city": "Lisbon"]))]
+        let ids = [300, 301, 302]
+        func rendered(_ entry: Transcript.ToolCalls) -> [Int] {
+            var out = RenderedPrompt()
+            renderer.renderEntry(.toolCalls(entry), index: 0, into: &out)
+            return Array(out.tokens.dropFirst(renderer.assistant.count))
+        }
+        let text = rendered(.init(calls: calls))   // no ids: the calls' own text
+        #expect(text == [renderer.toolCall!] + tokenizer.encode(#"weather {"city":"Lisbon"}"#, bos: false) + [renderer.end])
+        #expect(rendered(.init(calls: calls, tokenIDs: ids)) == ids)              // unknown origin: this model's
+        #expect(rendered(.init(calls: calls, tokenIDs: ids, assetIDs: [renderer.assetID])) == ids)
+        #expect(rendered(.init(calls: calls, tokenIDs: ids, assetIDs: ["tokenizer:0123456789abcdef"])) == text)
+        // Saved before calls kept asset ids: read as unknown origin.
+        let old = try JSONDecoder().decode(Transcript.ToolCalls.self, from: Data(#"{"calls":[],"tokenIDs":[1,2]}"#.utf8))
+        #expect(old.assetIDs.isEmpty && old.tokenIDs == [1, 2])
+    }
+
     @Test func transcript_codableRoundTripAndHistory() throws {
         let transcript = Transcript(entries: [
             .instructions(.init(texts: ["Be brief."], toolDefinitions: [WeatherTool().definition])),

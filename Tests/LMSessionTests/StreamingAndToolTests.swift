@@ -111,7 +111,8 @@ struct StreamingAndToolTests {
         let kinds = response.transcriptEntries.map(\.kind)
         #expect(kinds == ["prompt", "toolCalls", "toolOutput", "response"])
         #expect(response.transcriptEntries.dropFirst().first == .toolCalls(.init(
-            calls: [.init(toolName: "weather", arguments: GeneratedContent(properties: ["city": "Lisbon"]))], tokenIDs: call)))
+            calls: [.init(toolName: "weather", arguments: GeneratedContent(properties: ["city": "Lisbon"]))], tokenIDs: call,
+            assetIDs: [renderer.assetID])))
         #expect(response.transcriptEntries.dropFirst(2).first == .toolOutput(.init(toolName: "weather", text: "Sunny, 21 degrees in Lisbon")))
         try await session.expectCacheExact()
         // The next turn reuses everything, the tool round included.

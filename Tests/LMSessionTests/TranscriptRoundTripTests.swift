@@ -43,10 +43,18 @@ struct TranscriptRoundTripTests {
             #"{"type":"array","items":{"type":"string","enum":["a","b"]},"minItems":1,"maxItems":3}"#,
         ]
 
+        mutating func schema() -> GenerationSchema {
+            try! JSONDecoder().decode(GenerationSchema.self, from: Data(Self.schemas[int(2)].utf8))
+        }
+
         mutating func format() -> Transcript.ResponseFormat? {
             guard int(3) == 0 else { return nil }
-            let schema = try! JSONDecoder().decode(GenerationSchema.self, from: Data(Self.schemas[int(2)].utf8))
-            return Transcript.ResponseFormat(schema: schema, isIncludedInPrompt: int(2) == 0)
+            return Transcript.ResponseFormat(schema: schema(), isIncludedInPrompt: int(2) == 0)
+        }
+
+        mutating func segment() -> Transcript.Segment {
+            let id = "segment-\(int(1000))" + text()
+            return int(2) == 0 ? .text(.init(id: id, content: text())) : .structure(.init(id: id, source: "Plan", content: content()))
         }
 
         mutating func options() -> GenerationOptions {
@@ -62,19 +70,26 @@ struct TranscriptRoundTripTests {
             switch int(6) {
             case 0:
                 let tools = (0 ..< int(3)).map { i in
-                    Transcript.ToolDefinition(name: "tool\(i)", description: text(), argumentsSchema: #"{"type":"object"}"#)
+                    int(2) == 0 ? Transcript.ToolDefinition(name: "tool\(i)", description: text(), argumentsSchema: #"{"type":"object"}"#)
+                        : Transcript.ToolDefinition(name: "tool\(i)", description: text(), parameters: schema())
                 }
                 return .instructions(.init(id: id, texts: (0 ..< int(4)).map { _ in text() }, toolDefinitions: tools))
             case 1: return .prompt(.init(id: id, text: text(), options: options(), responseFormat: format()))
             case 2:
-                let calls = (0 ..< 1 + int(3)).map { _ in Transcript.ToolCall(toolName: "tool\(int(3))", arguments: content()) }
-                return .toolCalls(.init(id: id, calls: calls, tokenIDs: int(2) == 0 ? nil : (0 ..< int(6)).map { _ in int(4096) }))
-            case 3: return .toolOutput(.init(id: id, toolName: "tool\(int(3))", text: text()))
+                let calls = (0 ..< 1 + int(3)).map { _ in
+                    Transcript.ToolCall(id: "call-\(int(1000))" + text(), toolName: "tool\(int(3))", arguments: content())
+                }
+                return .toolCalls(.init(id: id, calls: calls, tokenIDs: int(2) == 0 ? nil : (0 ..< int(6)).map { _ in int(4096) },
+                                        assetIDs: (0 ..< int(3)).map { _ in "tokenizer:" + text() }))
+            case 3:
+                return int(2) == 0 ? .toolOutput(.init(id: id, toolName: "tool\(int(3))", text: text()))
+                    : .toolOutput(.init(id: id, toolName: "tool\(int(3))", segments: (0 ..< int(3)).map { _ in segment() }))
             case 4:
-                let structure = int(2) == 0 ? nil : Transcript.StructuredSegment(source: "Plan", content: content())
+                let structure = int(2) == 0 ? nil
+                    : Transcript.StructuredSegment(id: "segment-" + text(), source: "Plan", content: content())
                 return .response(.init(id: id, text: text(), tokenIDs: (0 ..< int(8)).map { _ in int(4096) }, structure: structure,
                                        assetIDs: (0 ..< int(3)).map { _ in "tokenizer:" + text() }))
-            default: return .reasoning(.init(id: id, segments: [.text(.init(content: text()))]))
+            default: return .reasoning(.init(id: id, segments: (0 ..< int(3)).map { _ in segment() }))
             }
         }
     }

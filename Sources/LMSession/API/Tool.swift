@@ -35,8 +35,7 @@ extension Tool {
 
     /// The definition the model sees.
     public var definition: Transcript.ToolDefinition {
-        Transcript.ToolDefinition(name: name, description: description,
-                                  argumentsSchema: includesSchemaInInstructions ? parameters.debugDescription : "")
+        Transcript.ToolDefinition(tool: self)
     }
 
     /// Reads the arguments from `content` and runs the tool; the output as prompt text.

@@ -67,7 +67,7 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
     }
 
     /// Reasoning the model wrote before responding.
-    public struct Reasoning: Sendable, Equatable, Codable {
+    public struct Reasoning: Sendable, Equatable, Codable, Identifiable {
         /// The entry's identifier.
         @EntryIdentity public var id: String
         /// The reasoning's content.
@@ -80,7 +80,7 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
     }
 
     /// An instructions entry: instruction texts and tool definitions, in declaration order.
-    public struct Instructions: Sendable, Equatable, Codable {
+    public struct Instructions: Sendable, Equatable, Codable, Identifiable {
         /// The entry's identifier.
         @EntryIdentity public var id: String
         /// Instruction texts, in order.
@@ -105,7 +105,7 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
     }
 
     /// A prompt entry.
-    public struct Prompt: Sendable, Equatable, Codable {
+    public struct Prompt: Sendable, Equatable, Codable, Identifiable {
         /// The entry's identifier.
         @EntryIdentity public var id: String
         /// The prompt text.
@@ -159,53 +159,101 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
     }
 
     /// A part of an entry's content.
-    public enum Segment: Sendable, Equatable, Codable {
+    public enum Segment: Sendable, Equatable, Codable, Identifiable {
         /// Text.
         case text(TextSegment)
         /// A structured value.
         case structure(StructuredSegment)
+
+        /// The segment's identifier.
+        public var id: String {
+            switch self {
+            case let .text(t): t.id
+            case let .structure(s): s.id
+            }
+        }
     }
 
     /// Text content.
-    public struct TextSegment: Sendable, Equatable, Codable {
+    public struct TextSegment: Sendable, Equatable, Codable, Identifiable {
+        /// The segment's identifier (saved with it; not part of equality, like an entry's).
+        @EntryIdentity public var id: String
         /// The text.
         public var content: String
         /// A text segment.
-        public init(content: String) { self.content = content }
+        public init(id: String = UUID().uuidString, content: String) {
+            self.id = id
+            self.content = content
+        }
     }
 
     /// A structured value and the schema it was generated under.
-    public struct StructuredSegment: Sendable, Equatable, Codable {
+    public struct StructuredSegment: Sendable, Equatable, Codable, Identifiable {
+        /// The segment's identifier (saved with it; not part of equality, like an entry's).
+        @EntryIdentity public var id: String
         /// The schema's name.
         public var source: String
         /// The value.
         public var content: GeneratedContent
         /// A structured segment.
-        public init(source: String, content: GeneratedContent) {
+        public init(id: String = UUID().uuidString, source: String, content: GeneratedContent) {
+            self.id = id
             self.source = source
             self.content = content
         }
     }
 
     /// A tool the model may call, as the model sees it.
+    ///
+    /// What the model reads is ``argumentsSchema``, the schema's text: a definition made from
+    /// ``parameters`` (or from a tool that shows its schema) writes it, and setting
+    /// ``parameters`` rewrites it unless the definition leaves the schema out (empty text).
     public struct ToolDefinition: Sendable, Equatable, Codable {
         /// The tool's name.
         public var name: String
         /// What the tool does.
         public var description: String
+        /// The arguments' schema. A definition made from text only (``init(name:description:argumentsSchema:)``),
+        /// or read from a transcript saved before definitions kept their schema, has an object
+        /// schema with no properties here; its ``argumentsSchema`` is still the text the model read.
+        public var parameters: GenerationSchema {
+            didSet { if !argumentsSchema.isEmpty { argumentsSchema = parameters.debugDescription } }
+        }
         /// The parameters schema as the model reads it (empty when the tool leaves it out).
         public var argumentsSchema: String
 
-        /// A tool definition.
+        /// A definition of a tool with `parameters`, shown to the model.
+        public init(name: String, description: String, parameters: GenerationSchema) {
+            self.init(name: name, description: description, parameters: parameters, showsSchema: true)
+        }
+
+        /// The definition `tool` offers: its name, description and parameters (the schema's
+        /// text left out when the tool's ``Tool/includesSchemaInInstructions`` is false).
+        public init(tool: some Tool) {
+            self.init(name: tool.name, description: tool.description, parameters: tool.parameters,
+                      showsSchema: tool.includesSchemaInInstructions)
+        }
+
+        /// A definition from the text the model reads (no schema to go with it).
         public init(name: String, description: String, argumentsSchema: String) {
             self.name = name
             self.description = description
+            self.parameters = Self.noSchema
             self.argumentsSchema = argumentsSchema
         }
+
+        init(name: String, description: String, parameters: GenerationSchema, showsSchema: Bool) {
+            self.name = name
+            self.description = description
+            self.parameters = parameters
+            self.argumentsSchema = showsSchema ? parameters.debugDescription : ""
+        }
+
+        static let noSchema = GenerationSchema(root: .object(name: "", description: nil, properties: []))
     }
 
     /// The calls the model made in one step.
-    public struct ToolCalls: Sendable, Equatable, Codable, RandomAccessCollection {
+    public struct ToolCalls: Sendable, Equatable, Codable, Identifiable, RandomAccessCollection {
         /// The entry's identifier.
         @EntryIdentity public var id: String
         /// The calls, in order.
@@ -213,11 +261,21 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
         /// The exact tokens the model generated for the calls (markers included), when known,
         /// so the next request renders what is already in the KV cache.
         public var tokenIDs: [Int]?
+        /// What wrote ``tokenIDs``: `tokenizer:` and the model's ``LMRuntime/Tokenizer/identity``,
+        /// as on a ``Response``. Ids another tokenizer wrote are not rendered; the calls' text is.
+        /// Empty when unknown (the ids are then taken as the session model's).
+        public var assetIDs: [String]
         /// A tool-calls entry.
-        public init(id: String = UUID().uuidString, calls: [ToolCall], tokenIDs: [Int]? = nil) {
+        public init(id: String = UUID().uuidString, calls: [ToolCall], tokenIDs: [Int]? = nil, assetIDs: [String] = []) {
             self.id = id
             self.calls = calls
             self.tokenIDs = tokenIDs
+            self.assetIDs = assetIDs
+        }
+
+        /// A tool-calls entry of `calls`, in the order the model made them (FoundationModels' form).
+        public init(id: String = UUID().uuidString, _ calls: some Sequence<ToolCall>) {
+            self.init(id: id, calls: Array(calls))
         }
 
         /// First index.
@@ -229,20 +287,23 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
     }
 
     /// One call: a tool name and its arguments, as the model wrote them.
-    public struct ToolCall: Sendable, Equatable, Codable {
+    public struct ToolCall: Sendable, Equatable, Codable, Identifiable {
+        /// The call's identifier (saved with it; not part of equality, like an entry's).
+        @EntryIdentity public var id: String
         /// The tool's name.
         public var toolName: String
         /// The arguments: an instance of the tool's parameters schema.
         public var arguments: GeneratedContent
         /// A tool call.
-        public init(toolName: String, arguments: GeneratedContent) {
+        public init(id: String = UUID().uuidString, toolName: String, arguments: GeneratedContent) {
+            self.id = id
             self.toolName = toolName
             self.arguments = arguments
         }
     }
 
     /// What a tool returned.
-    public struct ToolOutput: Sendable, Equatable, Codable {
+    public struct ToolOutput: Sendable, Equatable, Codable, Identifiable {
         /// The entry's identifier.
         @EntryIdentity public var id: String
         /// The tool's name.
@@ -254,6 +315,11 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
             self.id = id
             self.toolName = toolName
             self.text = text
+        }
+
+        /// A tool-output entry from segments (joined by newlines; a structure as its JSON).
+        public init(id: String = UUID().uuidString, toolName: String, segments: [Segment]) {
+            self.init(id: id, toolName: toolName, text: segments.map(\.text).joined(separator: "\n"))
         }
 
         /// The output as one text segment.
@@ -269,7 +335,7 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
     /// (its ``assetIDs`` name a `tokenizer:` other than the session model's): a transcript
     /// saved before the app's model changed rehydrates with its text, not with ids that
     /// would read as something else.
-    public struct Response: Sendable, Equatable, Codable {
+    public struct Response: Sendable, Equatable, Codable, Identifiable {
         /// The entry's identifier.
         @EntryIdentity public var id: String
         /// The decoded text.
@@ -333,6 +399,33 @@ extension Transcript.Response {
         text = try c.decode(String.self, forKey: .text)
         tokenIDs = try c.decodeIfPresent([Int].self, forKey: .tokenIDs) ?? []
         structure = try c.decodeIfPresent(Transcript.StructuredSegment.self, forKey: .structure)
+        assetIDs = try c.decodeIfPresent([String].self, forKey: .assetIDs) ?? []
+    }
+}
+
+extension Transcript.ToolDefinition {
+    private enum CodingKeys: String, CodingKey { case name, description, parameters, argumentsSchema }
+
+    /// Reads a definition; `parameters` may be absent (definitions saved before they kept
+    /// their schema read with an empty one and keep their text).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        name = try c.decode(String.self, forKey: .name)
+        description = try c.decode(String.self, forKey: .description)
+        parameters = try c.decodeIfPresent(GenerationSchema.self, forKey: .parameters) ?? Self.noSchema
+        argumentsSchema = try c.decode(String.self, forKey: .argumentsSchema)
+    }
+}
+
+extension Transcript.ToolCalls {
+    private enum CodingKeys: String, CodingKey { case id, calls, tokenIDs, assetIDs }
+
+    /// Reads a tool-calls entry; `id`, `tokenIDs` and `assetIDs` may be absent.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        _id = try c.decode(EntryIdentity.self, forKey: .id)
+        calls = try c.decode([Transcript.ToolCall].self, forKey: .calls)
+        tokenIDs = try c.decodeIfPresent([Int].self, forKey: .tokenIDs)
         assetIDs = try c.decodeIfPresent([String].self, forKey: .assetIDs) ?? []
     }
 }

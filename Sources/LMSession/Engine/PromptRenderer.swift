@@ -116,8 +116,7 @@ struct PromptRenderer: Sendable {
         case let .response(r):
             // The tokens it was generated as; a response known only by its text, or whose ids
             // another tokenizer wrote, renders the text.
-            let foreign = r.assetIDs.contains { $0.hasPrefix(Self.tokenizerAssetPrefix) } && !r.assetIDs.contains(assetID)
-            let ids = foreign ? [] : r.tokenIDs
+            let ids = readsIDs(of: r.assetIDs) ? r.tokenIDs : []
             let tokens = ids.isEmpty ? text(r.text) : ids
             out.append(assistant + tokens + [end], as: segment)
         case let .toolCalls(calls):
@@ -172,10 +171,19 @@ struct PromptRenderer: Sendable {
     }
 }
 
+extension PromptRenderer {
+    /// Whether token ids recorded with `assetIDs` are this model's: yes unless they name a
+    /// `tokenizer:` and not this one (no asset ids: older saves, hand-built entries).
+    func readsIDs(of assetIDs: [String]) -> Bool {
+        !assetIDs.contains { $0.hasPrefix(Self.tokenizerAssetPrefix) } || assetIDs.contains(assetID)
+    }
+}
+
 extension Transcript.ToolCalls {
-    /// The tokens of the calls: `<|tool_call|> name arguments <|end|>` per call.
+    /// The tokens of the calls: the ids they were generated as when this model's tokenizer
+    /// wrote them, else `<|tool_call|> name arguments <|end|>` per call.
     func tokenIDs(_ renderer: PromptRenderer) -> [Int] {
-        if let tokenIDs { return tokenIDs }
+        if let tokenIDs, renderer.readsIDs(of: assetIDs) { return tokenIDs }
         return calls.flatMap {
             (renderer.toolCall.map { [$0] } ?? []) + renderer.text("\($0.toolName) \($0.arguments.jsonString)") + [renderer.end]
         }

@@ -93,7 +93,7 @@ extension LanguageModelSession {
         for hook in profile.toolCallHooks { try await hook(call) }
         let output = Transcript.ToolOutput(toolName: call.toolName, text: try await runTool(call, offered: tools))
         for hook in profile.toolOutputHooks { try await hook(output) }
-        return [.toolCalls(.init(calls: [call], tokenIDs: tokens)), .toolOutput(output)]
+        return [.toolCalls(.init(calls: [call], tokenIDs: tokens, assetIDs: [renderer.assetID])), .toolOutput(output)]
     }
 
     func runTool(_ call: Transcript.ToolCall, offered: [any Tool]) async throws -> String {
