@@ -215,6 +215,56 @@ struct TripProfile: DynamicProfile {
         #expect(again == shown && again.parameters == TripIdea.generationSchema)
     }
 
+    @Test func contextOptionsAndMetadata_iOS27Spellings() async throws {
+        let session = LanguageModelSession(model: Self.tiny, instructions: "Plan trips.")
+        let short = GenerationOptions(maximumResponseTokens: 3)
+        let first = try await session.respond(to: "One", options: short, contextOptions: ContextOptions(reasoningLevel: .light),
+                                              metadata: ["user": "u1", "attempt": 2])
+        guard case let .prompt(prompt)? = first.transcriptEntries.first else { Issue.record("no prompt entry"); return }
+        #expect(prompt.metadata == ["user": "u1".generatedContent, "attempt": 2.generatedContent])
+        // Metadata renders nothing: other metadata on the next turn reuses everything before it.
+        let second = try await session.respond(to: "Two", options: short, metadata: ["user": "u2"])
+        #expect(second.invalidation == nil && second.usage.input.cachedTokenCount > 0)
+        var stream = session.streamResponse(to: "Three", options: short, contextOptions: ContextOptions(), metadata: ["user": "u3"])
+        let streamed = try await stream.collect()
+        guard case let .prompt(third)? = streamed.transcriptEntries.first else { Issue.record("no prompt entry"); return }
+        #expect(third.metadata == ["user": "u3".generatedContent])
+        stream = session.streamResponse(to: "Four", options: short)
+        _ = try await stream.collect()
+
+        // Schema in the prompt: iOS 26's argument when given, else the context options, else yes.
+        let budget = GenerationOptions(maximumResponseTokens: 80)
+        var counts: [Bool: Int] = [:]
+        for (flag, context, included) in [(nil, nil, true), (nil, false, false), (true, false, true), (false, nil, false)] as [(Bool?, Bool?, Bool)] {
+            let fresh = LanguageModelSession(model: Self.tiny, instructions: "Plan trips.")
+            let response = try await fresh.respond(to: "A weekend idea", generating: TripIdea.self, includeSchemaInPrompt: flag,
+                                                   options: budget, contextOptions: ContextOptions(includeSchemaInPrompt: context))
+            guard case let .prompt(p)? = response.transcriptEntries.first else { Issue.record("no prompt entry"); return }
+            #expect(p.responseFormat?.isIncludedInPrompt == included, "\(String(describing: flag)), \(String(describing: context))")
+            let input = response.usage.input.totalTokenCount
+            #expect(counts[included].map { $0 == input } ?? true)
+            counts[included] = input
+        }
+        #expect(counts[true]! > counts[false]!)
+    }
+
+    @Test func transcriptMetadata_entriesKeepItAndReadBackWithIt() throws {
+        let response = Transcript.Response(id: "r", metadata: ["source": "cache", "score": 0.5],
+                                           segments: [.text(Transcript.TextSegment(content: "Hi."))])
+        #expect(response.metadata == ["source": "cache".generatedContent, "score": 0.5.generatedContent] && response.text == "Hi.")
+        let call = Transcript.ToolCall(id: "c", metadata: ["retry": true], toolName: "ForecastTool",
+                                       arguments: GeneratedContent(properties: ["city": "Porto"]))
+        #expect(call.metadata == ["retry": true.generatedContent])
+        let transcript = Transcript(entries: [.prompt(.init(text: "Hi", metadata: ["k": [1, 2]])), .toolCalls(.init(id: "cs", [call])),
+                                              .response(response)])
+        let loaded = try JSONDecoder().decode(Transcript.self, from: try JSONEncoder().encode(transcript))
+        #expect(loaded == transcript)
+        // Entries saved before metadata existed read with none.
+        let old = try JSONDecoder().decode(Transcript.ToolCall.self, from: Data(#"{"toolName":"t","arguments":"{}"}"#.utf8))
+        #expect(old.metadata.isEmpty)
+        #expect(try JSONDecoder().decode(Transcript.Response.self, from: Data(#"{"text":"x"}"#.utf8)).metadata.isEmpty)
+    }
+
     @Test func observation_seesRespondingAndTranscriptChange() async throws {
         let session = LanguageModelSession(model: Self.tiny)
         let changes = ChangeCounter()

@@ -154,6 +154,25 @@ struct PrewarmAndRehydrationTests {
         #expect(old.assetIDs.isEmpty && old.tokenIDs == [1, 2])
     }
 
+    @Test func transcriptMetadata_rendersNothing() {
+        let renderer = PromptRenderer(tokenizer: tokenizer)
+        let arguments = GeneratedContent(properties: ["city": "Lisbon"])
+        let segments: [Transcript.Segment] = [.text(.init(content: "It is sunny."))]
+        let with: [Transcript.Entry] = [
+            .prompt(.init(text: "Weather?", metadata: ["user": "u1"])),
+            .toolCalls(.init([Transcript.ToolCall(metadata: ["retry": true], toolName: "weather", arguments: arguments)])),
+            .response(.init(metadata: ["source": "cache"], segments: segments)),
+        ]
+        let without: [Transcript.Entry] = [
+            .prompt(.init(text: "Weather?")),
+            .toolCalls(.init([Transcript.ToolCall(toolName: "weather", arguments: arguments)])),
+            .response(.init(segments: segments)),
+        ]
+        #expect(with != without)
+        let components: [InstructionComponent] = [.text(Self.instructions)]
+        #expect(renderer.render(components, history: with, prompt: nil).tokens == renderer.render(components, history: without, prompt: nil).tokens)
+    }
+
     @Test func transcript_codableRoundTripAndHistory() throws {
         let transcript = Transcript(entries: [
             .instructions(.init(texts: ["Be brief."], toolDefinitions: [WeatherTool().definition])),

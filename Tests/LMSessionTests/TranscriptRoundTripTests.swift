@@ -52,6 +52,12 @@ struct TranscriptRoundTripTests {
             return Transcript.ResponseFormat(schema: schema(), isIncludedInPrompt: int(2) == 0)
         }
 
+        mutating func metadata() -> [String: any ConvertibleToGeneratedContent] {
+            var out: [String: any ConvertibleToGeneratedContent] = [:]
+            for _ in 0 ..< int(3) { out["m\(int(9))" + text().prefix(2)] = content() }
+            return out
+        }
+
         mutating func segment() -> Transcript.Segment {
             let id = "segment-\(int(1000))" + text()
             return int(2) == 0 ? .text(.init(id: id, content: text())) : .structure(.init(id: id, source: "Plan", content: content()))
@@ -74,10 +80,10 @@ struct TranscriptRoundTripTests {
                         : Transcript.ToolDefinition(name: "tool\(i)", description: text(), parameters: schema())
                 }
                 return .instructions(.init(id: id, texts: (0 ..< int(4)).map { _ in text() }, toolDefinitions: tools))
-            case 1: return .prompt(.init(id: id, text: text(), options: options(), responseFormat: format()))
+            case 1: return .prompt(.init(id: id, text: text(), options: options(), responseFormat: format(), metadata: metadata()))
             case 2:
                 let calls = (0 ..< 1 + int(3)).map { _ in
-                    Transcript.ToolCall(id: "call-\(int(1000))" + text(), toolName: "tool\(int(3))", arguments: content())
+                    Transcript.ToolCall(id: "call-\(int(1000))" + text(), metadata: metadata(), toolName: "tool\(int(3))", arguments: content())
                 }
                 return .toolCalls(.init(id: id, calls: calls, tokenIDs: int(2) == 0 ? nil : (0 ..< int(6)).map { _ in int(4096) },
                                         assetIDs: (0 ..< int(3)).map { _ in "tokenizer:" + text() }))
@@ -88,7 +94,7 @@ struct TranscriptRoundTripTests {
                 let structure = int(2) == 0 ? nil
                     : Transcript.StructuredSegment(id: "segment-" + text(), source: "Plan", content: content())
                 return .response(.init(id: id, text: text(), tokenIDs: (0 ..< int(8)).map { _ in int(4096) }, structure: structure,
-                                       assetIDs: (0 ..< int(3)).map { _ in "tokenizer:" + text() }))
+                                       assetIDs: (0 ..< int(3)).map { _ in "tokenizer:" + text() }, metadata: metadata()))
             default: return .reasoning(.init(id: id, segments: (0 ..< int(3)).map { _ in segment() }))
             }
         }

@@ -7,29 +7,41 @@ extension LanguageModelSession {
     ///   - prompt: the prompt.
     ///   - options: sampling and length; unset fields come from the profile, then the defaults
     ///     (greedy, no length limit).
+    ///   - contextOptions: how the request is put to the model; nothing in it applies to a text
+    ///     request here (see ``ContextOptions``).
+    ///   - metadata: kept on the request's prompt entry (``Transcript/Prompt/metadata``); it
+    ///     renders nothing, so it never moves the cache.
     /// - Returns: the response with its usage and invalidation report.
     /// - Throws: ``LanguageModelError/contextSizeExceeded(_:)`` before computing anything when the
     ///   prompt plus the response budget does not fit, ``LanguageModelError/concurrentRequests``,
     ///   `CancellationError`. A request that throws leaves the transcript as it was (except as
     ///   ``transcriptErrorHandlingPolicy`` says for a response cut off mid-way) and the cache exact.
-    public func respond(to prompt: Prompt, options: GenerationOptions = GenerationOptions()) async throws -> Response<String> {
-        try await perform(prompt, options: options, format: nil).response
+    public func respond(to prompt: Prompt, options: GenerationOptions = GenerationOptions(),
+                        contextOptions: ContextOptions = ContextOptions(),
+                        metadata: [String: any ConvertibleToGeneratedContent] = [:]) async throws -> Response<String> {
+        try await perform(prompt, options: options, format: nil, metadata: Self.content(metadata)).response
     }
 
     /// Responds to a prompt given as a string.
-    public func respond(to prompt: String, options: GenerationOptions = GenerationOptions()) async throws -> Response<String> {
-        try await respond(to: Prompt(prompt), options: options)
+    public func respond(to prompt: String, options: GenerationOptions = GenerationOptions(),
+                        contextOptions: ContextOptions = ContextOptions(),
+                        metadata: [String: any ConvertibleToGeneratedContent] = [:]) async throws -> Response<String> {
+        try await respond(to: Prompt(prompt), options: options, contextOptions: contextOptions, metadata: metadata)
     }
 
     /// Streams the response to `prompt` as growing snapshots; ``ResponseStream/collect()``
     /// gives the final ``Response``. Cancelling the consuming task cancels generation.
-    public func streamResponse(to prompt: Prompt, options: GenerationOptions = GenerationOptions()) -> ResponseStream<String> {
-        stream(prompt, options: options, format: nil)
+    public func streamResponse(to prompt: Prompt, options: GenerationOptions = GenerationOptions(),
+                               contextOptions: ContextOptions = ContextOptions(),
+                               metadata: [String: any ConvertibleToGeneratedContent] = [:]) -> ResponseStream<String> {
+        stream(prompt, options: options, format: nil, metadata: Self.content(metadata))
     }
 
     /// Streams the response to a prompt given as a string.
-    public func streamResponse(to prompt: String, options: GenerationOptions = GenerationOptions()) -> ResponseStream<String> {
-        streamResponse(to: Prompt(prompt), options: options)
+    public func streamResponse(to prompt: String, options: GenerationOptions = GenerationOptions(),
+                               contextOptions: ContextOptions = ContextOptions(),
+                               metadata: [String: any ConvertibleToGeneratedContent] = [:]) -> ResponseStream<String> {
+        streamResponse(to: Prompt(prompt), options: options, contextOptions: contextOptions, metadata: metadata)
     }
 
     /// Computes, in the background, the KV cache for the instructions, the history and, if

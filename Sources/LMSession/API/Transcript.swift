@@ -115,19 +115,23 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
         public var options: GenerationOptions
         /// The structure the response had to have, for a guided-generation request.
         public var responseFormat: ResponseFormat?
+        /// The request's metadata (`respond(to:options:contextOptions:metadata:)`); renders nothing.
+        public var metadata: [String: GeneratedContent]
         /// A prompt entry with `text`.
         public init(id: String = UUID().uuidString, text: String, options: GenerationOptions = GenerationOptions(),
-                    responseFormat: ResponseFormat? = nil) {
+                    responseFormat: ResponseFormat? = nil, metadata: [String: any ConvertibleToGeneratedContent] = [:]) {
             self.id = id
             self.text = text
             self.options = options
             self.responseFormat = responseFormat
+            self.metadata = metadata.mapValues(\.generatedContent)
         }
 
         /// A prompt entry from segments (joined by newlines; a structure as its JSON).
         public init(id: String = UUID().uuidString, segments: [Segment], options: GenerationOptions = GenerationOptions(),
-                    responseFormat: ResponseFormat? = nil) {
-            self.init(id: id, text: segments.map(\.text).joined(separator: "\n"), options: options, responseFormat: responseFormat)
+                    responseFormat: ResponseFormat? = nil, metadata: [String: any ConvertibleToGeneratedContent] = [:]) {
+            self.init(id: id, text: segments.map(\.text).joined(separator: "\n"), options: options, responseFormat: responseFormat,
+                      metadata: metadata)
         }
 
         /// The text as one text segment.
@@ -294,9 +298,18 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
         public var toolName: String
         /// The arguments: an instance of the tool's parameters schema.
         public var arguments: GeneratedContent
+        /// What the app associated with the call; renders nothing.
+        public var metadata: [String: GeneratedContent]
         /// A tool call.
         public init(id: String = UUID().uuidString, toolName: String, arguments: GeneratedContent) {
+            self.init(id: id, metadata: [:], toolName: toolName, arguments: arguments)
+        }
+
+        /// A tool call with metadata.
+        public init(id: String = UUID().uuidString, metadata: [String: any ConvertibleToGeneratedContent],
+                    toolName: String, arguments: GeneratedContent) {
             self.id = id
+            self.metadata = metadata.mapValues(\.generatedContent)
             self.toolName = toolName
             self.arguments = arguments
         }
@@ -348,24 +361,36 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
         /// ``LMRuntime/Tokenizer/identity``, saying what ``tokenIDs`` mean. Empty when unknown
         /// (the ids are then taken as the session model's).
         public var assetIDs: [String]
+        /// What the app associated with the response; renders nothing.
+        public var metadata: [String: GeneratedContent]
         /// A response entry.
         public init(id: String = UUID().uuidString, text: String, tokenIDs: [Int], structure: StructuredSegment? = nil,
-                    assetIDs: [String] = []) {
+                    assetIDs: [String] = [], metadata: [String: any ConvertibleToGeneratedContent] = [:]) {
             self.id = id
             self.text = text
             self.tokenIDs = tokenIDs
             self.structure = structure
             self.assetIDs = assetIDs
+            self.metadata = metadata.mapValues(\.generatedContent)
         }
 
         /// A response from segments, as FoundationModels builds one: its text is the segments'
         /// (joined by newlines; a structure as its JSON), with no token ids; a single structured
         /// segment is its value.
         public init(id: String = UUID().uuidString, assetIDs: [String], segments: [Segment]) {
+            self.init(id: id, assetIDs: assetIDs, metadata: [:], segments: segments)
+        }
+
+        /// A response from segments with metadata (FoundationModels' iOS 27 form).
+        public init(id: String = UUID().uuidString, metadata: [String: any ConvertibleToGeneratedContent] = [:], segments: [Segment]) {
+            self.init(id: id, assetIDs: [], metadata: metadata, segments: segments)
+        }
+
+        init(id: String, assetIDs: [String], metadata: [String: any ConvertibleToGeneratedContent], segments: [Segment]) {
             var structure: StructuredSegment?
             if segments.count == 1, case let .structure(s) = segments[0] { structure = s }
             self.init(id: id, text: segments.map(\.text).joined(separator: "\n"), tokenIDs: [], structure: structure,
-                      assetIDs: assetIDs)
+                      assetIDs: assetIDs, metadata: metadata)
         }
 
         /// The content: one structured segment for a guided response, one text segment otherwise.
@@ -376,23 +401,24 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
 }
 
 extension Transcript.Prompt {
-    private enum CodingKeys: String, CodingKey { case id, text, options, responseFormat }
+    private enum CodingKeys: String, CodingKey { case id, text, options, responseFormat, metadata }
 
-    /// Reads a prompt; `options` and `responseFormat` may be absent (transcripts saved before
-    /// prompts kept their options read with the defaults).
+    /// Reads a prompt; `options`, `responseFormat` and `metadata` may be absent (transcripts
+    /// saved before prompts kept their options read with the defaults).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         _id = try c.decode(EntryIdentity.self, forKey: .id)
         text = try c.decode(String.self, forKey: .text)
         options = try c.decodeIfPresent(GenerationOptions.self, forKey: .options) ?? GenerationOptions()
         responseFormat = try c.decodeIfPresent(Transcript.ResponseFormat.self, forKey: .responseFormat)
+        metadata = try c.decodeIfPresent([String: GeneratedContent].self, forKey: .metadata) ?? [:]
     }
 }
 
 extension Transcript.Response {
-    private enum CodingKeys: String, CodingKey { case id, text, tokenIDs, structure, assetIDs }
+    private enum CodingKeys: String, CodingKey { case id, text, tokenIDs, structure, assetIDs, metadata }
 
-    /// Reads a response; `id`, `tokenIDs`, `structure` and `assetIDs` may be absent.
+    /// Reads a response; `id`, `tokenIDs`, `structure`, `assetIDs` and `metadata` may be absent.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         _id = try c.decode(EntryIdentity.self, forKey: .id)
@@ -400,6 +426,20 @@ extension Transcript.Response {
         tokenIDs = try c.decodeIfPresent([Int].self, forKey: .tokenIDs) ?? []
         structure = try c.decodeIfPresent(Transcript.StructuredSegment.self, forKey: .structure)
         assetIDs = try c.decodeIfPresent([String].self, forKey: .assetIDs) ?? []
+        metadata = try c.decodeIfPresent([String: GeneratedContent].self, forKey: .metadata) ?? [:]
+    }
+}
+
+extension Transcript.ToolCall {
+    private enum CodingKeys: String, CodingKey { case id, toolName, arguments, metadata }
+
+    /// Reads a call; `id` and `metadata` may be absent.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        _id = try c.decode(EntryIdentity.self, forKey: .id)
+        toolName = try c.decode(String.self, forKey: .toolName)
+        arguments = try c.decode(GeneratedContent.self, forKey: .arguments)
+        metadata = try c.decodeIfPresent([String: GeneratedContent].self, forKey: .metadata) ?? [:]
     }
 }
 

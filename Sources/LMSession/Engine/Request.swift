@@ -143,7 +143,7 @@ extension Request.Turn {
 extension LanguageModelSession {
     /// Runs a request, holding the session's one-request-at-a-time flag and waiting for a prewarm.
     func perform(_ prompt: Prompt, options: GenerationOptions, format: Transcript.ResponseFormat?,
-                 onSnapshot: (@Sendable (Request.Snapshot) -> Void)? = nil) async throws -> Request.Result {
+                 metadata: [String: GeneratedContent] = [:], onSnapshot: (@Sendable (Request.Snapshot) -> Void)? = nil) async throws -> Request.Result {
         let started = ContinuousClock.now
         let pendingPrewarm = try changing(\.isResponding) { state -> Task<Void, Never>? in
             guard !state.isResponding else { throw LanguageModelError.concurrentRequests }
@@ -154,18 +154,18 @@ extension LanguageModelSession {
         defer { changing(\.isResponding) { $0.isResponding = false } }
         await pendingPrewarm?.value
         state.withLock { $0.prewarm = nil }
-        let request = Request(session: self, engine: try engine(), prompt: .init(text: prompt.text, options: options, responseFormat: format),
+        let request = Request(session: self, engine: try engine(), prompt: .init(text: prompt.text, options: options, responseFormat: format, metadata: metadata),
                               options: options, started: started)
         return try await request.run(onSnapshot: onSnapshot)
     }
 
     /// Streams a request's snapshots, converted to `Content`.
-    func stream<Content: Generable>(_ prompt: Prompt, options: GenerationOptions,
-                                    format: Transcript.ResponseFormat?) -> ResponseStream<Content> {
+    func stream<Content: Generable>(_ prompt: Prompt, options: GenerationOptions, format: Transcript.ResponseFormat?,
+                                    metadata: [String: GeneratedContent]) -> ResponseStream<Content> {
         let (stream, continuation) = AsyncThrowingStream<ResponseStream<Content>.Snapshot, any Error>.makeStream()
         let task = Task<Response<Content>, any Error> {
             do {
-                let (response, raw) = try await perform(prompt, options: options, format: format) { snapshot in
+                let (response, raw) = try await perform(prompt, options: options, format: format, metadata: metadata) { snapshot in
                     guard let content = try? Content.PartiallyGenerated(snapshot.raw) else { return }
                     continuation.yield(.init(content: content, rawContent: snapshot.raw, usage: snapshot.usage))
                 }
