@@ -97,6 +97,102 @@ struct TripProfile: DynamicProfile {
         }
     }
 
+    @Test func errors_iOS27FormsCompileAndTheSessionThrowsThem() async throws {
+        // A model whose files are missing throws SystemLanguageModel.Error, as on iOS 27.
+        let missing = SystemLanguageModel(checkpoint: URL(fileURLWithPath: "/nonexistent/model.bin"),
+                                          tokenizer: URL(fileURLWithPath: "/nonexistent/tokenizer.bin"))
+        do {
+            _ = try await LanguageModelSession(model: missing).respond(to: "Hi")
+            Issue.record("no error")
+        } catch SystemLanguageModel.Error.assetsUnavailable(let info) {
+            #expect(info.loadError != nil && info.debugDescription.contains("nonexistent"))
+            guard case .assetsUnavailable = SystemLanguageModel.Error.assetsUnavailable(info).generationError else {
+                Issue.record("the iOS 26 form differs"); return
+            }
+        }
+
+        // Every iOS 27 case, built with FoundationModels' initializers.
+        let reset = Date(timeIntervalSince1970: 1_000)
+        let errors: [LanguageModelError] = [
+            .contextSizeExceeded(.init(contextSize: 4096, tokenCount: 5000, debugDescription: "too long")),
+            .rateLimited(.init(resetDate: reset, debugDescription: "slow down", metadata: ["retry": 3])),
+            .refusal(.init(explanation: "I cannot plan that trip.", debugDescription: "declined")),
+            .timeout(.init(debugDescription: "late")),
+            .guardrailViolation(.init(debugDescription: "unsafe")),
+            .unsupportedCapability(.init(capability: .reasoning, debugDescription: "no reasoning")),
+            .unsupportedTranscriptContent(.init(unsupportedContent: [], debugDescription: "odd entries")),
+            .unsupportedGenerationGuide(.init(schemaName: "TripIdea", debugDescription: "bad pattern")),
+            .unsupportedLanguageOrLocale(.init(languageCode: Locale.LanguageCode("fr"), debugDescription: "French")),
+        ]
+        let facts = errors.map { error -> String in
+            switch error {
+            case let .contextSizeExceeded(e): "\(e.tokenCount)/\(e.contextSize)"
+            case let .rateLimited(e): "\(e.resetDate!.timeIntervalSince1970)"
+            case let .refusal(e): e.debugDescription
+            case let .timeout(e): e.debugDescription
+            case let .guardrailViolation(e): e.debugDescription
+            case let .unsupportedCapability(e): "\(e.capability)"
+            case let .unsupportedTranscriptContent(e): "\(e.unsupportedContent.count)"
+            case let .unsupportedGenerationGuide(e): e.schemaName ?? "-"
+            case let .unsupportedLanguageOrLocale(e): e.languageCode.identifier
+            default: "other"   // this package's own cases
+            }
+        }
+        #expect(facts == ["5000/4096", "1000.0", "declined", "late", "unsafe", "reasoning", "0", "TripIdea", "fr"])
+        #expect(zip(errors, ["too long", "slow down", "declined", "late", "unsafe", "no reasoning", "odd entries",
+                             "bad pattern", "French"]).allSatisfy { $0.localizedDescription.contains($1) })
+        let iOS26 = errors.map { error -> String in
+            switch error.generationError {
+            case .exceededContextWindowSize: "exceededContextWindowSize"
+            case .rateLimited: "rateLimited"
+            case .refusal: "refusal"
+            case .guardrailViolation: "guardrailViolation"
+            case .unsupportedGuide: "unsupportedGuide"
+            case .unsupportedLanguageOrLocale: "unsupportedLanguageOrLocale"
+            case .decodingFailure: "decodingFailure"
+            default: "other"
+            }
+        }
+        #expect(iOS26 == ["exceededContextWindowSize", "rateLimited", "refusal", "decodingFailure", "guardrailViolation",
+                          "decodingFailure", "decodingFailure", "unsupportedGuide", "unsupportedLanguageOrLocale"])
+
+        // Metadata is kept and takes no part in equality.
+        guard case let .rateLimited(limited) = errors[1] else { return }
+        #expect(limited.metadata["retry"] as? Int == 3)
+        #expect(errors[1] == .rateLimited(.init(resetDate: reset, debugDescription: "slow down")))
+        #expect(errors[1] != .rateLimited(.init(resetDate: nil, debugDescription: "slow down")))
+
+        // A refusal's explanation, as a response and as a stream, in both shapes.
+        guard case let .refusal(refusal) = errors[2], case let .refusal(old, context) = errors[2].generationError else {
+            Issue.record("no refusal"); return
+        }
+        #expect(try await refusal.explanation.content == "I cannot plan that trip.")
+        var streamed: [String] = []
+        for try await snapshot in refusal.explanationStream { streamed.append(snapshot.content) }
+        #expect(streamed == ["I cannot plan that trip."])
+        #expect(try await old.explanation.content == "I cannot plan that trip.")
+        #expect(try await old.explanationStream.collect().content == "I cannot plan that trip.")
+        #expect(context.debugDescription.contains("declined"))
+    }
+
+    @Test func refusal_iOS26FormAsksTheModelToExplainTheRefusedEntries() async throws {
+        let session = LanguageModelSession(model: Self.tiny, instructions: "Plan trips.")
+        _ = try await session.respond(to: "Plan a trip to the sea.", options: GenerationOptions(maximumResponseTokens: 4))
+        let refusal = LanguageModelSession.GenerationError.Refusal(transcriptEntries: session.transcript.entries, model: Self.tiny)
+        let explanation = try await refusal.explanation
+        guard case let .prompt(question)? = explanation.transcriptEntries.first, case .response? = explanation.transcriptEntries.last else {
+            Issue.record("\(explanation.transcriptEntries)"); return
+        }
+        #expect(question.segments.description.contains("declined to respond"))
+        // The question came after the refused entries: asked alone, it takes fewer tokens by their size.
+        let alone = try await LanguageModelSession(model: Self.tiny, instructions: "Plan trips.")
+            .respond(to: "Explain briefly why you declined to respond.", options: GenerationOptions(maximumResponseTokens: 1))
+        let refused = try await Self.tiny.tokenCount(for: session.transcript.entries.dropFirst())
+        #expect(explanation.usage.input.totalTokenCount == alone.usage.input.totalTokenCount + refused)
+        #expect(explanation.usage.output.totalTokenCount <= 200)
+        #expect(session.transcript.entries.count == 3)   // the refused session is left as it was
+    }
+
     @Test func availability_reportsMissingFilesInsteadOfThrowingLater() async throws {
         #expect(Self.tiny.availability == .available && Self.tiny.isAvailable)
         let missing = SystemLanguageModel(checkpoint: URL(fileURLWithPath: "/nonexistent/model.bin"),
@@ -106,7 +202,7 @@ struct TripProfile: DynamicProfile {
         }
         #expect(!missing.isAvailable && missing.contextSize == 0)
         let session = LanguageModelSession(model: missing)
-        await #expect(throws: LanguageModelError.self) { try await session.respond(to: "Hi") }
+        await #expect(throws: SystemLanguageModel.Error.self) { try await session.respond(to: "Hi") }
         #expect(SystemLanguageModel.default.supportsLocale(Locale(identifier: "en_US")))
         #expect(!SystemLanguageModel.default.supportsLocale(Locale(identifier: "fr_FR")))
         #expect(SystemLanguageModel(useCase: .contentTagging, guardrails: .default).contextSize == 4096)

@@ -134,8 +134,8 @@ struct Ticket {
         }
         #expect(session.transcript.entries.count == 1)
         let schema = GenerationSchema(root: .anyOf(name: "Mixed", description: nil, choices: [.boolean, .string(choices: nil, pattern: nil)]))
-        await #expect(throws: LanguageModelError.unsupportedSchema(.unsupportedShape(
-            "a choice (Mixed) between shapes other than strings, or structures with at least one property"))) {
+        await #expect(throws: LanguageModelError.unsupportedGenerationGuide(.init(schemaName: "Mixed", schemaError: .unsupportedShape(
+            "a choice (Mixed) between shapes other than strings, or structures with at least one property")))) {
             try await session.respond(to: "x", schema: schema)
         }
         #expect(session.transcript.entries.count == 1)

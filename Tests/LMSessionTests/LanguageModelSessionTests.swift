@@ -155,6 +155,53 @@ struct LanguageModelSessionTests {
         try await session.expectCacheExact()
     }
 
+    @Test func respond_transcriptReplacedMidRequest_throwsAndTheReplacementStands() async throws {
+        let gate = GateTool()
+        let session = LanguageModelSession(model: tinyModel, tools: [gate], instructions: Self.instructions)
+        _ = try await session.respond(to: "Hello.", options: short(4))
+        let saved = session.transcript
+        _ = try await session.respond(to: "And then?", options: short(4))
+        session.setTokenSteering(try gate.steering())
+        let request = Task { try await session.respond(to: "Tell me a long story.", options: short(30)) }
+        try await gate.waitUntilEntered()   // in flight, inside its tool call
+        session.transcript = saved          // the app rolls the conversation back meanwhile
+        gate.gate.open()
+        await #expect(throws: LanguageModelSession.Error.transcriptMutationWhileResponding) { try await request.value }
+        #expect(session.transcript == saved && !session.isResponding)
+        // The next request continues the replacement, on an exact cache.
+        session.setTokenSteering(nil)
+        let next = try await session.respond(to: "Go on.", options: short(4))
+        #expect(session.transcript.entries.dropLast(2) == saved.entries)
+        #expect(next.usage.input.cachedTokenCount > 0)
+        try await session.expectCacheExact()
+        // A replacement between requests is no mutation of a running one.
+        session.transcript = saved
+        _ = try await session.respond(to: "Again.", options: short(4))
+        #expect(session.transcript.history.count == saved.history.count + 2)
+    }
+
+    @Test func respond_needingACapabilityTheModelLacks_throwsBeforeComputingAnything() async throws {
+        struct Plain: LanguageModel {   // a model that only generates text
+            func loaded() throws -> LoadedModel { try tinyModel.loaded() }
+            var capabilities: LanguageModelCapabilities { LanguageModelCapabilities([]) }
+        }
+        #expect(tinyModel.capabilities == LanguageModelCapabilities([.guidedGeneration, .toolCalling]))
+        #expect(!tinyModel.capabilities.contains(.reasoning))
+        let session = LanguageModelSession(model: Plain(), tools: [GateTool()], instructions: Self.instructions)
+        func lacking(_ request: () async throws -> Void) async -> LanguageModelCapabilities.Capability? {
+            do { try await request() } catch let LanguageModelError.unsupportedCapability(e) { return e.capability } catch {}
+            return nil
+        }
+        #expect(await lacking { _ = try await session.respond(to: "Hi", options: short()) } == .toolCalling)
+        let noTools = GenerationOptions(maximumResponseTokens: 4, toolCallingMode: .disallowed)
+        #expect(await lacking { _ = try await session.respond(to: "Hi", generating: Bool.self, options: noTools) } == .guidedGeneration)
+        #expect(session.transcript.history.isEmpty && session.usage.input.totalTokenCount == 0)
+        #expect(try await session.cachedTokens.isEmpty)
+        // What it can do, it does.
+        let text = try await session.respond(to: "Hi", options: noTools)
+        #expect(text.usage.output.totalTokenCount == 4 && session.transcript.history.count == 2)
+    }
+
     @Test func respond_secondRequestWhileRespondingThrowsAndDoesNotDisturbTheFirst() async throws {
         let gate = GateTool()
         let session = LanguageModelSession(model: tinyModel, tools: [gate], instructions: Self.instructions)
@@ -162,7 +209,7 @@ struct LanguageModelSessionTests {
         let first = Task { try await session.respond(to: "Tell me a long story.", options: short(30)) }
         try await gate.waitUntilEntered()   // the first request is in flight, inside its tool call
         #expect(session.isResponding)
-        await #expect(throws: LanguageModelError.concurrentRequests) {
+        await #expect(throws: LanguageModelSession.Error.concurrentRequests) {
             try await session.respond(to: "Are you there?", options: short())
         }
         gate.gate.open()

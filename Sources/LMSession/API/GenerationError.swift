@@ -1,10 +1,12 @@
 extension LanguageModelSession {
     /// FoundationModels' iOS 26 error shape, for code that catches it by name.
     ///
-    /// The session throws ``LanguageModelError``; `catch let e as LanguageModelError` (or its
-    /// cases) is what matches. This type exists so iOS 26 code compiles, and
-    /// ``LanguageModelError/generationError`` converts for code that switches over it.
-    public enum GenerationError: Error, Equatable, CustomDebugStringConvertible {
+    /// The session throws iOS 27's types (``LanguageModelError``, ``LanguageModelSession/Error``,
+    /// ``SystemLanguageModel/Error``), as FoundationModels does for apps built with Xcode 27;
+    /// `catch let e as LanguageModelError` (or its cases) is what matches. This type exists so
+    /// iOS 26 code compiles, and each of those types' `generationError` converts for code that
+    /// switches over it.
+    public enum GenerationError: Swift.Error, Equatable, CustomDebugStringConvertible {
         /// What went wrong, as text.
         public struct Context: Sendable, Equatable, CustomDebugStringConvertible {
             /// A description of the failure.
@@ -27,6 +29,8 @@ extension LanguageModelSession {
         case decodingFailure(Context)
         /// Too many requests (never thrown here).
         case rateLimited(Context)
+        /// The model declined to respond (never thrown here: the local models never refuse).
+        case refusal(Refusal, Context)
         /// Another request is running on the session.
         case concurrentRequests(Context)
 
@@ -35,7 +39,7 @@ extension LanguageModelSession {
             switch self {
             case let .exceededContextWindowSize(c), let .assetsUnavailable(c), let .guardrailViolation(c),
                  let .unsupportedGuide(c), let .unsupportedLanguageOrLocale(c), let .decodingFailure(c),
-                 let .rateLimited(c), let .concurrentRequests(c): c.debugDescription
+                 let .rateLimited(c), let .concurrentRequests(c), let .refusal(_, c): c.debugDescription
             }
         }
     }

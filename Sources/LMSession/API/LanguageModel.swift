@@ -6,9 +6,18 @@ import Synchronization
 public protocol LanguageModel: Sendable {
     /// Loads (once) and returns the model's weights and tokenizer.
     func loaded() throws -> LoadedModel
+
+    /// What the model can do; a request needing something else throws
+    /// ``LanguageModelError/unsupportedCapability(_:)`` before computing anything. Default:
+    /// guided generation and tool calling (what every model here does through the session's
+    /// constrained decoder).
+    var capabilities: LanguageModelCapabilities { get }
 }
 
 extension LanguageModel {
+    /// Guided generation and tool calling.
+    public var capabilities: LanguageModelCapabilities { LanguageModelCapabilities([.guidedGeneration, .toolCalling]) }
+
     /// The context window, in tokens (0 when the model cannot be loaded; see
     /// ``SystemLanguageModel/availability``).
     public var contextSize: Int { (try? loaded().weights.config.contextLength) ?? 0 }

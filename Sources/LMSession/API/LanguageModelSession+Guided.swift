@@ -9,7 +9,7 @@ extension LanguageModelSession {
     ///   - contextOptions: how the request is put to the model (see ``ContextOptions``).
     ///   - metadata: kept on the request's prompt entry (``Transcript/Prompt/metadata``); it
     ///     renders nothing.
-    /// - Throws: ``LanguageModelError/unsupportedSchema(_:)`` for a schema the decoder cannot
+    /// - Throws: ``LanguageModelError/unsupportedGenerationGuide(_:)`` for a schema the decoder cannot
     ///   follow, ``LanguageModelError/invalidOptions(_:)`` when the budget cannot hold the
     ///   shortest valid value, and the errors of ``respond(to:options:contextOptions:metadata:)-(Prompt,_,_,_)``.
     public func respond<Content: Generable>(to prompt: Prompt, generating type: Content.Type = Content.self,

@@ -13,7 +13,7 @@ extension LanguageModelSession {
     ///     renders nothing, so it never moves the cache.
     /// - Returns: the response with its usage and invalidation report.
     /// - Throws: ``LanguageModelError/contextSizeExceeded(_:)`` before computing anything when the
-    ///   prompt plus the response budget does not fit, ``LanguageModelError/concurrentRequests``,
+    ///   prompt plus the response budget does not fit, ``LanguageModelSession/Error/concurrentRequests``,
     ///   `CancellationError`. A request that throws leaves the transcript as it was (except as
     ///   ``transcriptErrorHandlingPolicy`` says for a response cut off mid-way) and the cache exact.
     public func respond(to prompt: Prompt, options: GenerationOptions = GenerationOptions(),

@@ -13,7 +13,7 @@ import Synchronization
 /// reused and its ``Response/invalidation`` says why the rest was not.
 ///
 /// Safe to use from async code: one request runs at a time (a second one throws
-/// ``LanguageModelError/concurrentRequests``); a request that arrives while
+/// ``LanguageModelSession/Error/concurrentRequests``); a request that arrives while
 /// ``prewarm(promptPrefix:)`` runs waits for it.
 ///
 /// `Observable`: a SwiftUI view (or `withObservationTracking`) that reads ``isResponding``,
@@ -30,6 +30,9 @@ public final class LanguageModelSession: Sendable, Observable {
         var requestCount: UInt64 = 0
         /// Custom session properties (``SessionPropertyEntry()``), kept between requests.
         var customProperties: [String: any Sendable] = [:]
+        /// Counts replacements of the transcript through ``transcript``'s setter, so that a
+        /// request can tell that its history was replaced while it ran.
+        var transcriptVersion: UInt64 = 0
     }
 
     let languageModel: any LanguageModel
@@ -123,12 +126,20 @@ public final class LanguageModelSession: Sendable, Observable {
     /// Settable: the new transcript's entries after its leading instructions become the
     /// history (the instructions come from the session's own instructions or profile). The
     /// next request renders the new history and reuses the cache up to the first difference.
+    /// Set while a request runs, the new transcript stands and that request throws
+    /// ``LanguageModelSession/Error/transcriptMutationWhileResponding`` instead of appending
+    /// its entries.
     public var transcript: Transcript {
         get {
             registrar.access(self, keyPath: \.transcript)
             return state.withLock { Transcript(entries: [.instructions($0.instructions)] + $0.history) }
         }
-        set { changing(\.transcript) { $0.history = newValue.history } }
+        set {
+            changing(\.transcript) {
+                $0.history = newValue.history
+                $0.transcriptVersion &+= 1
+            }
+        }
     }
 
     /// Token counts and timings summed over every request and prewarm of this session.
@@ -160,7 +171,7 @@ public final class LanguageModelSession: Sendable, Observable {
         if let engine = engineSlot.withLock({ $0 }) { return engine }
         let created: SessionEngine
         do { created = SessionEngine(model: try languageModel.loaded()) } catch let error as ModelLoadError {
-            throw LanguageModelError.modelUnavailable(error)
+            throw SystemLanguageModel.Error.assetsUnavailable(.init(error))
         }
         return engineSlot.withLock { slot in
             if let existing = slot { return existing }

@@ -20,3 +20,8 @@ public struct ResponseStream<Content: Generable>: AsyncSequence, Sendable {
     /// Waits for the end of the response and returns it.
     public func collect() async throws -> LanguageModelSession.Response<Content> { try await task.value }
 }
+
+extension LanguageModelSession {
+    /// The snapshots of a streamed response, under FoundationModels' nested name.
+    public typealias ResponseStream<Content: Generable> = LMSession.ResponseStream<Content>
+}

@@ -55,7 +55,11 @@ extension LanguageModelSession {
         profile.historyTransforms.reduce(history) { $1($0) }
     }
 
-    func record(profile: Profile, components: [InstructionComponent], added: [Transcript.Entry], usage: Usage) {
+    /// Appends a request's entries and usage, and keeps the instructions it resolved.
+    /// - Throws: ``LanguageModelSession/Error/transcriptMutationWhileResponding`` (recording
+    ///   nothing) when the transcript was replaced since the request began at `version`.
+    func record(profile: Profile, components: [InstructionComponent], added: [Transcript.Entry], usage: Usage,
+                since version: UInt64) throws {
         var texts: [String] = [], tools: [Transcript.ToolDefinition] = []
         for component in components {
             switch component {
@@ -63,7 +67,8 @@ extension LanguageModelSession {
             case let .tool(t): tools.append(t.definition)
             }
         }
-        changing(\.transcript) { state in
+        try changing(\.transcript) { state in
+            guard state.transcriptVersion == version else { throw Error.transcriptMutationWhileResponding }
             state.instructions = .init(texts: texts, toolDefinitions: tools)
             state.history += added
             state.usage = state.usage + usage

@@ -8,6 +8,8 @@ struct Request {
     let prompt: Transcript.Prompt
     let options: GenerationOptions
     let started: ContinuousClock.Instant
+    /// The transcript's version when the request began (see `State.transcriptVersion`).
+    let transcriptVersion: UInt64
 
     /// What `run` shows after each generated token: the content so far.
     struct Snapshot: Sendable {
@@ -23,6 +25,7 @@ struct Request {
         // 1–3. Resolve the profile (running onPrompt), transform a copy of the history, render.
         let plan = try await session.plan(prompt, runHooks: true, renderer: engine.renderer)
         let mode = options.toolCallingMode ?? plan.profile.options.toolCallingMode ?? .allowed
+        try checkCapabilities(offeringTools: !plan.tools.isEmpty && mode != .disallowed)
         let guidance = try Guidance(format: prompt.responseFormat, tools: plan.tools, mode: mode, engine: engine)
         defer { guidance.giveBack() }
         var decoding = try session.decodingPlan(options, profile: plan.profile)
@@ -34,6 +37,17 @@ struct Request {
         let turn = try await generate(plan, decoding, guidance, onSnapshot)
         // 7. Append to the transcript, run onResponse, publish the metrics.
         return try await finish(turn, plan, guidance, reserved: reserved)
+    }
+
+    /// Throws `unsupportedCapability` when the request needs guided generation or tool calling
+    /// and the model lacks it.
+    private func checkCapabilities(offeringTools: Bool) throws {
+        let capabilities = session.languageModel.capabilities
+        for (needed, capability) in [(prompt.responseFormat != nil, LanguageModelCapabilities.Capability.guidedGeneration),
+                                     (offeringTools, .toolCalling)] where needed && !capabilities.contains(capability) {
+            throw LanguageModelError.unsupportedCapability(.init(
+                capability: capability, debugDescription: "the model does not support \(capability), which the request needs"))
+        }
     }
 
     /// The response budget reserved for this request; throws `contextSizeExceeded` when the
@@ -107,7 +121,8 @@ struct Request {
         if outcome.ending == .contextFull {
             // The window filled mid-response: the policy decides what the transcript keeps.
             let preserve = session.state.withLock { $0.policy } == .preserveTranscript
-            session.record(profile: plan.profile, components: plan.components, added: preserve ? entries : [], usage: usage)
+            try session.record(profile: plan.profile, components: plan.components, added: preserve ? entries : [], usage: usage,
+                               since: transcriptVersion)
             throw LanguageModelError.contextSizeExceeded(.init(
                 contextSize: engine.contextSize, tokenCount: outcome.inputTokens + outcome.generated.count,
                 promptTokenCount: outcome.inputTokens, responseBudget: reserved))
@@ -116,7 +131,7 @@ struct Request {
         if try await engine.close(after: outcome.pending) > 0 {
             await engine.publish(turn.rendered, turnEnded: true)   // the turn is complete in the cache: share it
         }
-        session.record(profile: plan.profile, components: plan.components, added: entries, usage: usage)
+        try session.record(profile: plan.profile, components: plan.components, added: entries, usage: usage, since: transcriptVersion)
         try await session.runResponseHooks(plan.profile)
         return (LanguageModelSession.Response(content: response.text, rawContent: raw, transcriptEntries: ArraySlice(entries),
                                               usage: usage, invalidation: turn.invalidation), raw)
@@ -145,25 +160,25 @@ extension LanguageModelSession {
     func perform(_ prompt: Prompt, options: GenerationOptions, format: Transcript.ResponseFormat?,
                  metadata: [String: GeneratedContent] = [:], onSnapshot: (@Sendable (Request.Snapshot) -> Void)? = nil) async throws -> Request.Result {
         let started = ContinuousClock.now
-        let pendingPrewarm = try changing(\.isResponding) { state -> Task<Void, Never>? in
-            guard !state.isResponding else { throw LanguageModelError.concurrentRequests }
+        let (pendingPrewarm, version) = try changing(\.isResponding) { state -> (Task<Void, Never>?, UInt64) in
+            guard !state.isResponding else { throw Error.concurrentRequests }
             state.isResponding = true
             state.requestCount += 1
-            return state.prewarm
+            return (state.prewarm, state.transcriptVersion)
         }
         defer { changing(\.isResponding) { $0.isResponding = false } }
         await pendingPrewarm?.value
         state.withLock { $0.prewarm = nil }
         let request = Request(session: self, engine: try engine(), prompt: .init(text: prompt.text, options: options, responseFormat: format, metadata: metadata),
-                              options: options, started: started)
+                              options: options, started: started, transcriptVersion: version)
         return try await request.run(onSnapshot: onSnapshot)
     }
 
     /// Streams a request's snapshots, converted to `Content`.
     func stream<Content: Generable>(_ prompt: Prompt, options: GenerationOptions, format: Transcript.ResponseFormat?,
                                     metadata: [String: GeneratedContent]) -> ResponseStream<Content> {
-        let (stream, continuation) = AsyncThrowingStream<ResponseStream<Content>.Snapshot, any Error>.makeStream()
-        let task = Task<Response<Content>, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<ResponseStream<Content>.Snapshot, any Swift.Error>.makeStream()
+        let task = Task<Response<Content>, any Swift.Error> {
             do {
                 let (response, raw) = try await perform(prompt, options: options, format: format, metadata: metadata) { snapshot in
                     guard let content = try? Content.PartiallyGenerated(snapshot.raw) else { return }

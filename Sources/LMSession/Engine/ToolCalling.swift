@@ -12,21 +12,24 @@ struct Guidance {
     private let calls: (TokenMasker, key: String)?
 
     /// Borrows the grammars `format` and the offered `tools` need.
-    /// - Throws: ``LanguageModelError/unsupportedSchema(_:)`` for a schema the decoder cannot follow,
+    /// - Throws: ``LanguageModelError/unsupportedGenerationGuide(_:)`` for a schema the decoder cannot
+    ///   follow (named for a response format, unnamed for the tools' arguments),
     ///   ``LanguageModelError/invalidOptions(option:reason:)`` for `.required` without tools.
     init(format: Transcript.ResponseFormat?, tools: [any Tool], mode: GenerationOptions.ToolCallingMode, engine: SessionEngine) throws {
         self.engine = engine
         self.format = format
         self.mode = mode
         let grammars = engine.model.grammars
-        var structured: (TokenMasker, key: String)?
+        let structured: (TokenMasker, key: String)?
+        do { structured = try format.map { try grammars.take($0.schema) } } catch let error as GenerationSchema.SchemaError {
+            throw LanguageModelError.unsupportedGenerationGuide(.init(schemaName: format?.name, schemaError: error))
+        }
         do {
-            structured = try format.map { try grammars.take($0.schema) }
             let offersCalls = !tools.isEmpty && mode != .disallowed
             calls = offersCalls ? try grammars.take(toolCalls: tools.map { ($0.name, $0.parameters) }) : nil
         } catch let error as GenerationSchema.SchemaError {
             if let structured { grammars.giveBack(structured.0, key: structured.key) }   // keep it cached
-            throw LanguageModelError.unsupportedSchema(error)
+            throw LanguageModelError.unsupportedGenerationGuide(.init(schemaName: nil, schemaError: error))
         }
         self.structured = structured
         if mode == .required, calls == nil {
