@@ -175,6 +175,50 @@ struct TripProfile: DynamicProfile {
         #expect(context.debugDescription.contains("declined"))
     }
 
+    @Test func usage_iOS27InitializerAndReasoningCount() async throws {
+        let made = LanguageModelSession.Usage(input: .init(totalTokenCount: 10, cachedTokenCount: 4),
+                                              output: .init(totalTokenCount: 3, reasoningTokenCount: 1), metadata: ["device": "test"])
+        #expect(made.input.totalTokenCount == 10 && made.input.cachedTokenCount == 4 && made.cacheHitRate == 0.4)
+        #expect(made.output.totalTokenCount == 3 && made.output.reasoningTokenCount == 1)
+        #expect(made.metadata["device"] == GeneratedContent("test"))
+        let session = LanguageModelSession(model: Self.tiny)
+        let response = try await session.respond(to: "Hi", options: GenerationOptions(maximumResponseTokens: 3))
+        #expect(response.usage.output == .init(totalTokenCount: 3, reasoningTokenCount: 0) && response.usage.metadata.isEmpty)
+        #expect(session.usage.output.reasoningTokenCount == 0)
+    }
+
+    @Test func feedbackAttachment_holdsTheTranscriptAndTheFeedback() async throws {
+        struct Attachment: Decodable {
+            let sentiment: LanguageModelFeedback.Sentiment?
+            let issues: [LanguageModelFeedback.Issue]
+            let desiredOutput: Transcript.Entry?
+            let transcript: Transcript
+        }
+        let session = LanguageModelSession(model: Self.tiny, instructions: "Plan trips.")
+        _ = try await session.respond(to: "Plan a trip.", options: GenerationOptions(maximumResponseTokens: 4))
+        let tooLong = LanguageModelFeedback.Issue(category: .tooVerbose, explanation: "Too long.")
+        let text = try JSONDecoder().decode(Attachment.self, from: session.logFeedbackAttachment(
+            sentiment: .negative, issues: [tooLong], desiredResponseText: "A day at the sea."))
+        #expect(text.sentiment == .negative && text.issues == [tooLong] && text.transcript == session.transcript)
+        guard case let .response(wanted)? = text.desiredOutput, case let .text(segment)? = wanted.segments.first else {
+            Issue.record("\(String(describing: text.desiredOutput))"); return
+        }
+        #expect(segment.content == "A day at the sea.")
+
+        let content = GeneratedContent(properties: ["title": "Sea"])
+        let structured = try JSONDecoder().decode(Attachment.self, from: session.logFeedbackAttachment(
+            sentiment: nil, desiredResponseContent: content))
+        guard case let .response(wantedContent)? = structured.desiredOutput, case let .structure(value)? = wantedContent.segments.first else {
+            Issue.record("\(String(describing: structured.desiredOutput))"); return
+        }
+        #expect(value.content == content && structured.sentiment == nil && structured.issues.isEmpty)
+
+        let plain = session.logFeedbackAttachment(sentiment: .positive)
+        let keys = try #require(try JSONSerialization.jsonObject(with: plain) as? [String: Any]).keys.sorted()
+        #expect(keys == ["issues", "sentiment", "transcript"])
+        #expect(LanguageModelFeedback.Issue.Category.allCases.count == 8 && LanguageModelFeedback.Sentiment.allCases.count == 3)
+    }
+
     @Test func refusal_iOS26FormAsksTheModelToExplainTheRefusedEntries() async throws {
         let session = LanguageModelSession(model: Self.tiny, instructions: "Plan trips.")
         _ = try await session.respond(to: "Plan a trip to the sea.", options: GenerationOptions(maximumResponseTokens: 4))

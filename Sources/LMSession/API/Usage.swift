@@ -28,6 +28,15 @@ extension LanguageModelSession {
         public struct Output: Sendable, Equatable {
             /// Tokens generated.
             public var totalTokenCount: Int
+            /// Of those, tokens of reasoning apart from the response: always 0 here (no model has
+            /// the ``LanguageModelCapabilities/Capability/reasoning`` capability).
+            public var reasoningTokenCount: Int
+
+            /// Output counts.
+            public init(totalTokenCount: Int, reasoningTokenCount: Int = 0) {
+                self.totalTokenCount = totalTokenCount
+                self.reasoningTokenCount = reasoningTokenCount
+            }
         }
 
         /// Input counts.
@@ -59,8 +68,19 @@ extension LanguageModelSession {
             return seconds > 0 ? Double(max(0, output.totalTokenCount - 1)) / seconds : 0
         }
 
+        /// Further statistics, keyed by name (FoundationModels' iOS 27 field; this package's own
+        /// statistics have typed properties, so the session leaves it empty).
+        public var metadata: [String: GeneratedContent] = [:]
+
         /// Empty usage.
         public init() {}
+
+        /// Usage with the given counts (FoundationModels' iOS 27 initializer); timings zero.
+        public init(input: Input, output: Output, metadata: [String: any ConvertibleToGeneratedContent] = [:]) {
+            self.input = input
+            self.output = output
+            self.metadata = metadata.mapValues(\.generatedContent)
+        }
 
         static func + (a: Usage, b: Usage) -> Usage {
             var sum = a
@@ -70,6 +90,8 @@ extension LanguageModelSession {
             sum.input.cachedFromSharedStoreCount += b.input.cachedFromSharedStoreCount
             sum.input.cachedFromDiskCount += b.input.cachedFromDiskCount
             sum.output.totalTokenCount += b.output.totalTokenCount
+            sum.output.reasoningTokenCount += b.output.reasoningTokenCount
+            sum.metadata.merge(b.metadata) { _, later in later }
             sum.computedTokenCount += b.computedTokenCount
             sum.prefillDuration += b.prefillDuration
             sum.timeToFirstToken += b.timeToFirstToken
