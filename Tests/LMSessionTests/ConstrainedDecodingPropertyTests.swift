@@ -80,7 +80,9 @@ import Testing
 
 /// Random schema nodes with every kind of guide.
 enum RandomSchema {
-    static let patterns = ["[A-Z]{3}-\\d{2}", "(yes|no)", "[a-z]+( [a-z]+)?", "\\d{1,3}\\.\\d", "x*y?z+", "#[0-9a-f]{6}"]
+    static let patterns = ["[A-Z]{3}-\\d{2}", "(yes|no)", "[a-z]+( [a-z]+)?", "\\d{1,3}\\.\\d", "x*y?z+", "#[0-9a-f]{6}",
+                           // Characters the JSON text escapes: a quote, a backslash, a tab, a line feed.
+                           "\"[a-z]{1,5}\"", "\\\\[a-z]+", "[a-z]+\\t\\d", "[a-z]+\\n[a-z]+"]
 
     static func object(depth: Int, _ rng: inout SeededGenerator) -> SchemaNode {
         let count = Int.random(in: depth == 0 ? 1 ... 4 : 0 ... 3, using: &rng)

@@ -124,7 +124,7 @@ import Testing
     }
 
     @Test func patternGuide_unsupportedConstructs_areTypedErrors() {
-        for (pattern, word) in [("(a)\\1", "backreferences"), ("(?=a)b", "lookaround"), ("a{1,500}", "repetition"), ("[", "unclosed"), ("\"+", "matches no string"),
+        for (pattern, word) in [("(a)\\1", "backreferences"), ("(?=a)b", "lookaround"), ("a{1,500}", "repetition"), ("[", "unclosed"), ("\u{01}+", "matches no string"),
                                 ("(ab|" + String(repeating: ".", count: 127) + "c)+[x-z]?\\s\\w{0,4}", "too large to build")] {
             do {
                 _ = try PatternAutomaton(pattern)
@@ -137,8 +137,9 @@ import Testing
 
     @Test func patternAutomaton_agreesWithSwiftRegexOnRandomStrings() throws {
         var rng = SeededGenerator(seed: 7)
-        let alphabet = Array("ab09AZ-. x#fé")
-        for pattern in RandomSchema.patterns + ["a|b+|(ab)*", "[^a-z]{2,}", "\\w+\\s\\d?", "(?:ab|a)(c|)", "[-.a]+", "é+", ".é.", "\\D\\S"] {
+        let alphabet = Array("ab09AZ-. x#fé\"\\\t\n")
+        for pattern in RandomSchema.patterns + ["a|b+|(ab)*", "[^a-z]{2,}", "\\w+\\s\\d?", "(?:ab|a)(c|)", "[-.a]+", "é+", ".é.", "\\D\\S",
+                                                ".+", "\\s+", "[\"\\\\]+a", "a\\tb|\\n"] {
             let automaton = try PatternAutomaton(pattern)
             let regex = try Regex(pattern)
             // `\w` is ASCII here (documented); Swift's takes `é` too.
@@ -170,6 +171,27 @@ import Testing
         // The fewest bytes to finish: the rest of an escape, then the closing quote.
         for (text, remaining) in [(#""ab"#, 1), (#""ab\"#, 2), (#""\u"#, 5), (#""\u00"#, 3), (#""\u00e"#, 2), (#""\u00e9"#, 1)] {
             #expect(state(text)?.remaining == remaining, "\(text)")
+        }
+    }
+
+    @Test func grammarState_patternString_takesTheEscapesOfWhatItMatches() throws {
+        let grammar = try SchemaGrammar(GenerationSchema(root: .string(choices: nil, pattern: #"say "[a-z]+"\\?"#)),
+                                        vocabulary: ConstrainedDecodingPropertyTests.vocabulary)
+        func state(_ text: String) -> GrammarState? {
+            var s = GrammarState(grammar)
+            return s.feed(Array(text.utf8)) ? s : nil
+        }
+        for (text, value) in [(#""say \"hi\"""#, #"say "hi""#), (#""say \"hi\"\\""#, #"say "hi"\"#)] {
+            #expect(state(text)?.isFinished == true, "\(text)")
+            #expect(try String(GeneratedContent(json: text)) == value)
+        }
+        // A raw quote closes the string; only the two-byte escapes are taken; no escape the pattern does not match.
+        for text in [#""say "hi""#, #""say \u0022"#, #""say \"hi\"\""#, #""say \n"#, #""say \"h\t"#] {
+            #expect(state(text) == nil, "\(text)")
+        }
+        // The fewest bytes to finish count each escape's two bytes.
+        for (text, remaining) in [("", 11), (#""say "#, 6), (#""say \"#, 5), (#""say \"a"#, 3), (#""say \"a\""#, 1)] {
+            #expect((text.isEmpty ? GrammarState(grammar) : state(text))?.remaining == remaining, "\(text)")
         }
     }
 

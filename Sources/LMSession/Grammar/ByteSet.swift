@@ -53,6 +53,11 @@ struct ByteSet: Hashable, Sendable {
     static let all = ByteSet(range: 0 ... 255)
     /// Bytes a JSON string may hold unescaped: no control characters, quote or backslash.
     static let stringContent = ByteSet(range: 0x20 ... 0xFF).subtracting(ByteSet([0x22, 0x5C]))
+    /// Bytes a pattern may match: those, and the five a JSON string holds as a two-byte escape
+    /// (quote, backslash, tab, line feed, carriage return). Other control characters never match.
+    static let patternContent = stringContent.union(ByteSet([0x22, 0x5C, 0x09, 0x0A, 0x0D]))
+    /// Line feed and carriage return, which `.` does not match (as in Swift's `Regex`).
+    static let newlines = ByteSet([0x0A, 0x0D])
 }
 
 extension UInt8 {

@@ -166,12 +166,15 @@ struct GrammarState {
                     guard c == UInt8(ascii: "\"") else { return false }
                     f.a = 1
                     f.b = p.start
-                } else if c == UInt8(ascii: "\"") {
-                    guard p.accepting[f.b] else { return false }
-                    pop()
-                    return true
                 } else {
+                    // A quote closes the string, except after a backslash (only the states
+                    // there have a transition on it: the automaton runs over escaped text).
                     let n = p.step(f.b, c)
+                    if n < 0, c == UInt8(ascii: "\"") {
+                        guard p.accepting[f.b] else { return false }
+                        pop()
+                        return true
+                    }
                     guard n >= 0, p.distance[n] != Int.max else { return false }
                     f.b = n
                 }

@@ -7,11 +7,16 @@
 /// `* + ? {n} {n,} {n,m}` (a trailing `?` or `+` on a quantifier is accepted and ignored), and
 /// `^`/`$` at the ends. Not supported (a typed error names it): backreferences, lookaround,
 /// anchors inside the pattern, nested classes, counted repetition above 64, and patterns whose
-/// automaton would be too large to build quickly (``maximumConstructionWork``). A match can never contain `"`, `\` or control characters
-/// (they would need escapes inside a JSON string); `.` and negated classes exclude them.
+/// automaton would be too large to build quickly (``maximumConstructionWork``).
+///
+/// A match may contain `"`, `\`, tab, line feed and carriage return (`\"`, `\\`, `\t`, `\n`,
+/// `\r` in the pattern, or through `.`, which takes neither line break, negated classes and
+/// `\D \W \S`), which the JSON text holds as two-byte escapes: the automaton runs over the JSON
+/// bytes between the quotes, each of those characters reached through a state after its
+/// backslash, so the distances count the escapes' bytes. Other control characters never match.
 /// `.`, negated classes and `\D \W \S` match one whole non-ASCII character; `\d \w \s` and
 /// class members are ASCII (`\w` is `[A-Za-z0-9_]`, where Swift's `Regex` also takes letters
-/// such as `é`).
+/// such as `é`; `\s` is space, tab, line feed and carriage return).
 struct PatternAutomaton: Sendable {
     /// Transitions: `next[state * 256 + byte]`, or -1.
     let next: [Int32]
@@ -50,7 +55,7 @@ struct PatternAutomaton: Sendable {
                 throw GenerationSchema.SchemaError.unsupportedPattern(pattern, reason: "its automaton is too large to build (over \(sets.count) states of up to \(sets[i].count) alternatives each)")
             }
             var reached: [[Int]: Int32] = [:]
-            for b in 0 ... 255 where ByteSet.stringContent.contains(UInt8(b)) {
+            for b in 0 ... 255 where ByteSet.patternContent.contains(UInt8(b)) {
                 var targets: [Int] = []
                 for state in sets[i] {
                     for (set, to) in nfa.edges[state] where set.contains(UInt8(b)) { targets.append(to) }
@@ -76,11 +81,14 @@ struct PatternAutomaton: Sendable {
             next += row
             i += 1
         }
-        accepting = sets.map { $0.contains(e) }
+        var accepting = sets.map { $0.contains(e) }
+        Self.escape(&next, &accepting)
+        self.accepting = accepting
+        let count = accepting.count
         // Distances by backward breadth-first search from the accepting states.
         var distance = accepting.map { $0 ? 0 : Int.max }
-        var reverse = [[Int]](repeating: [], count: sets.count)
-        for from in sets.indices {
+        var reverse = [[Int]](repeating: [], count: count)
+        for from in 0 ..< count {
             for b in 0 ..< 256 where next[from * 256 + b] >= 0 { reverse[Int(next[from * 256 + b])].append(from) }
         }
         var queue = distance.indices.filter { distance[$0] == 0 }
@@ -94,7 +102,7 @@ struct PatternAutomaton: Sendable {
             }
         }
         guard distance[0] != Int.max else {
-            throw GenerationSchema.SchemaError.unsupportedPattern(pattern, reason: "it matches no string a JSON string can hold unescaped")
+            throw GenerationSchema.SchemaError.unsupportedPattern(pattern, reason: "it matches no string a JSON string can hold (control characters other than tab and line breaks never match)")
         }
         self.next = next
         self.distance = distance
@@ -102,13 +110,42 @@ struct PatternAutomaton: Sendable {
         maximumDistance = distance.filter { $0 != Int.max }.max() ?? 0
     }
 
+    /// The characters a JSON string holds as a backslash and one byte, and that byte.
+    static let escapes: [(raw: UInt8, code: UInt8)] = [(0x22, 0x22), (0x5C, 0x5C), (0x09, UInt8(ascii: "t")),
+                                                       (0x0A, UInt8(ascii: "n")), (0x0D, UInt8(ascii: "r"))]
+
+    /// Turns an automaton over the match's own bytes into one over its JSON text: each state
+    /// with a transition on a character that JSON escapes gets a state after the backslash,
+    /// which the escape's second byte leaves for that transition's target; the raw quote and
+    /// control bytes go (the quote closes the string instead), and the raw backslash becomes
+    /// the way into the new state.
+    private static func escape(_ next: inout [Int32], _ accepting: inout [Bool]) {
+        let count = accepting.count
+        for state in 0 ..< count where escapes.contains(where: { next[state * 256 + Int($0.raw)] >= 0 }) {
+            var row = [Int32](repeating: -1, count: 256)
+            for (raw, code) in escapes {
+                row[Int(code)] = next[state * 256 + Int(raw)]
+                next[state * 256 + Int(raw)] = -1
+            }
+            next[state * 256 + 0x5C] = Int32(accepting.count)
+            next += row
+            accepting.append(false)
+        }
+    }
+
     @inline(__always) func step(_ state: Int, _ byte: UInt8) -> Int { Int(next[state &* 256 &+ Int(byte)]) }
 
-    /// Whether `text` is a whole match (for tests and checks).
+    /// Whether `text` is a whole match (for tests and checks): its JSON-escaped bytes are run.
     func matches(_ text: String) -> Bool {
         var s = start
         for b in text.utf8 {
-            s = step(s, b)
+            if let escape = Self.escapes.first(where: { $0.raw == b }) {
+                s = step(s, 0x5C)
+                if s < 0 { return false }
+                s = step(s, escape.code)
+            } else {
+                s = step(s, b)
+            }
             if s < 0 { return false }
         }
         return accepting[s]
@@ -331,7 +368,7 @@ struct PatternParser {
         case UInt8(ascii: "["): return try characterClass()
         case UInt8(ascii: "."):
             i += 1
-            return .asciiOrAnyScalar(ByteSet.stringContent)
+            return .asciiOrAnyScalar(ByteSet.patternContent.subtracting(ByteSet.newlines))
         case UInt8(ascii: "\\"):
             i += 1
             guard i < b.count else { throw fail("a trailing backslash") }
@@ -354,18 +391,19 @@ struct PatternParser {
         i += 1
         let digits = ByteSet(range: 0x30 ... 0x39)
         let word = digits.union(ByteSet(range: 0x41 ... 0x5A)).union(ByteSet(range: 0x61 ... 0x7A)).union(ByteSet([0x5F]))
-        let space = ByteSet([0x20])
+        let space = ByteSet([0x20, 0x09, 0x0A, 0x0D])
         switch e {
         case UInt8(ascii: "d"): return digits
         case UInt8(ascii: "w"): return word
         case UInt8(ascii: "s"): return space
-        case UInt8(ascii: "D"): return ByteSet.stringContent.subtracting(digits)
-        case UInt8(ascii: "W"): return ByteSet.stringContent.subtracting(word)
-        case UInt8(ascii: "S"): return ByteSet.stringContent.subtracting(space)
+        case UInt8(ascii: "D"): return ByteSet.patternContent.subtracting(digits)
+        case UInt8(ascii: "W"): return ByteSet.patternContent.subtracting(word)
+        case UInt8(ascii: "S"): return ByteSet.patternContent.subtracting(space)
         case UInt8(ascii: "1") ... UInt8(ascii: "9"): throw fail("backreferences are not supported")
         case UInt8(ascii: "b"), UInt8(ascii: "B"): throw fail("word boundaries are not supported")
-        case UInt8(ascii: "n"), UInt8(ascii: "t"), UInt8(ascii: "r"):
-            throw fail("control characters cannot appear unescaped in a JSON string")
+        case UInt8(ascii: "n"): return ByteSet([0x0A])
+        case UInt8(ascii: "t"): return ByteSet([0x09])
+        case UInt8(ascii: "r"): return ByteSet([0x0D])
         default:
             guard e < 0x80, !(e >= 0x30 && e <= 0x39), !((e | 0x20) >= 0x61 && (e | 0x20) <= 0x7A) else {
                 throw fail("unknown escape \\\(Character(UnicodeScalar(e)))")
@@ -411,7 +449,7 @@ struct PatternParser {
         }
         guard i < b.count else { throw fail("unclosed '['") }
         i += 1
-        if negated { return .asciiOrAnyScalar(ByteSet.stringContent.subtracting(set)) }
-        return .bytes(set.subtracting(ByteSet.all.subtracting(ByteSet.stringContent)))
+        if negated { return .asciiOrAnyScalar(ByteSet.patternContent.subtracting(set)) }
+        return .bytes(set.subtracting(ByteSet.all.subtracting(ByteSet.patternContent)))
     }
 }

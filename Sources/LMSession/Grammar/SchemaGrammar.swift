@@ -5,8 +5,8 @@
 /// declaration order; arrays, strings, numbers and choices are their own nodes. The text is
 /// compact: no whitespace anywhere outside strings (a grammar that allows whitespace lets
 /// a model pad until its budget runs out). Free strings take JSON's escapes (see
-/// `GrammarState.feedString`); strings with a pattern take none, so a pattern never matches
-/// `"`, `\` or a control character.
+/// `GrammarState.feedString`); strings with a pattern take the two-byte escapes of the
+/// characters the pattern matches (`\"`, `\\`, `\t`, `\n`, `\r`: see `PatternAutomaton`).
 final class SchemaGrammar: Sendable {
     enum Item: Sendable {
         /// Fixed bytes, and the fewest tokens that spell each suffix (`costs[p]` for `bytes[p...]`).
