@@ -165,9 +165,11 @@ struct LanguageModelSessionTests {
         let request = Task { try await session.respond(to: "Tell me a long story.", options: short(30)) }
         try await gate.waitUntilEntered()   // in flight, inside its tool call
         session.transcript = saved          // the app rolls the conversation back meanwhile
+        let before = session.usage
         gate.gate.open()
         await #expect(throws: LanguageModelSession.Error.transcriptMutationWhileResponding) { try await request.value }
         #expect(session.transcript == saved && !session.isResponding)
+        #expect(session.usage.output.totalTokenCount == before.output.totalTokenCount + 30)   // the work done still counts
         // The next request continues the replacement, on an exact cache.
         session.setTokenSteering(nil)
         let next = try await session.respond(to: "Go on.", options: short(4))

@@ -57,7 +57,8 @@ extension LanguageModelSession {
 
     /// Appends a request's entries and usage, and keeps the instructions it resolved.
     /// - Throws: ``LanguageModelSession/Error/transcriptMutationWhileResponding`` (recording
-    ///   nothing) when the transcript was replaced since the request began at `version`.
+    ///   only the usage: the work was done) when the transcript was replaced since the request
+    ///   began at `version`.
     func record(profile: Profile, components: [InstructionComponent], added: [Transcript.Entry], usage: Usage,
                 since version: UInt64) throws {
         var texts: [String] = [], tools: [Transcript.ToolDefinition] = []
@@ -68,10 +69,10 @@ extension LanguageModelSession {
             }
         }
         try changing(\.transcript) { state in
+            state.usage = state.usage + usage
             guard state.transcriptVersion == version else { throw Error.transcriptMutationWhileResponding }
             state.instructions = .init(texts: texts, toolDefinitions: tools)
             state.history += added
-            state.usage = state.usage + usage
         }
     }
 
