@@ -20,6 +20,9 @@ struct ModelOptions: ParsableArguments {
     @Option(name: .long, help: "A GGUF (version 3) llama model, with its vocabulary, to use instead of a bundled model.")
     var gguf: String?
 
+    @Option(name: .long, help: "A LoRA adapter (GGUF; `kvbench adapter` writes one) to merge into the model's float32 weights.")
+    var adapter: String?
+
     @Option(name: .long, help: "Weight precision: f32 or f16 (half the bytes to stream; default: the model's own, f32).")
     var precision: WeightPrecision?
 
@@ -31,7 +34,7 @@ struct ModelOptions: ParsableArguments {
 
     /// The shared options, by their command-line names.
     enum Name: String, CaseIterable {
-        case model, checkpoint, tokenizer, gguf, precision, threads, seed
+        case model, checkpoint, tokenizer, gguf, adapter, precision, threads, seed
     }
 
     func validate() throws {
@@ -44,7 +47,7 @@ struct ModelOptions: ParsableArguments {
     /// Rejects any of `unusable` that was given: `subcommand` has no use for it.
     func refuse(_ unusable: [Name], in subcommand: String) throws {
         let given: [Name: Bool] = [.model: model != nil, .checkpoint: checkpoint != nil, .tokenizer: tokenizer != nil,
-                                   .gguf: gguf != nil, .precision: precision != nil, .threads: threads != nil, .seed: seed != nil]
+                                   .gguf: gguf != nil, .adapter: adapter != nil, .precision: precision != nil, .threads: threads != nil, .seed: seed != nil]
         if let name = unusable.first(where: { given[$0] == true }) {
             throw ValidationError("kvbench \(subcommand) does not use --\(name.rawValue); drop it.")
         }
@@ -61,14 +64,23 @@ struct ModelOptions: ParsableArguments {
         if let threads { LMRuntime.Kernels.threadCount = threads }
     }
 
-    /// The weights named by the options (`fallback` when no model is named).
+    /// The weights named by the options (`fallback` when no model is named), read in float32, with
+    /// `--adapter` merged, then kept in `--precision`.
     func loadWeights(fallback: String) throws -> ModelWeights {
-        if let checkpoint { return try ModelWeights.checkpoint(at: URL(fileURLWithPath: checkpoint)).converted(to: precision ?? .f32) }
-        if let gguf { return try ModelWeights.gguf(at: URL(fileURLWithPath: gguf)).converted(to: precision ?? .f32) }
-        let catalog = ModelCatalog.bundled
-        var config = try catalog.config(named: model ?? fallback)
-        config.weightPrecision = precision ?? config.weightPrecision
-        return try catalog.weights(for: config)
+        let weights: ModelWeights, wanted: WeightPrecision
+        if let checkpoint {
+            (weights, wanted) = (try ModelWeights.checkpoint(at: URL(fileURLWithPath: checkpoint)), precision ?? .f32)
+        } else if let gguf {
+            (weights, wanted) = (try ModelWeights.gguf(at: URL(fileURLWithPath: gguf)), precision ?? .f32)
+        } else {
+            let catalog = ModelCatalog.bundled
+            var config = try catalog.config(named: model ?? fallback)
+            wanted = precision ?? config.weightPrecision
+            config.weightPrecision = .f32
+            weights = try catalog.weights(for: config)
+        }
+        guard let adapter else { return try weights.converted(to: wanted) }
+        return try weights.merging(LowRankAdapter(contentsOf: URL(fileURLWithPath: adapter))).converted(to: wanted)
     }
 
     /// The tokenizer for `weights`: --tokenizer, the GGUF file's own, or the one its bundled config names.
@@ -81,15 +93,18 @@ struct ModelOptions: ParsableArguments {
         return try ModelCatalog.bundled.tokenizer(for: weights.config)
     }
 
-    /// The model for the session API (`fallback` when no model is named).
+    /// The model for the session API (`fallback` when no model is named), with `--adapter` merged.
     func sessionModel(fallback: String, prefixStore: PrefixStore.Configuration = .standard) throws -> SystemLanguageModel {
+        let adapter = try adapter.map { try SystemLanguageModel.Adapter(fileURL: URL(fileURLWithPath: $0)) }
         if let checkpoint {
             guard let tokenizer else { throw ValidationError("--checkpoint needs --tokenizer (with the session control pieces).") }
             return SystemLanguageModel(checkpoint: URL(fileURLWithPath: checkpoint), tokenizer: URL(fileURLWithPath: tokenizer),
-                                       weightPrecision: precision, prefixStore: prefixStore)
+                                       adapter: adapter, weightPrecision: precision, prefixStore: prefixStore)
         }
-        if let gguf { return SystemLanguageModel(gguf: URL(fileURLWithPath: gguf), weightPrecision: precision, prefixStore: prefixStore) }
-        return SystemLanguageModel(named: model ?? fallback, weightPrecision: precision, prefixStore: prefixStore)
+        if let gguf {
+            return SystemLanguageModel(gguf: URL(fileURLWithPath: gguf), adapter: adapter, weightPrecision: precision, prefixStore: prefixStore)
+        }
+        return SystemLanguageModel(named: model ?? fallback, adapter: adapter, weightPrecision: precision, prefixStore: prefixStore)
     }
 }
 

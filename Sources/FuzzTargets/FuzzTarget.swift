@@ -26,6 +26,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case generatedContent = "generated-content"
     /// A generation schema as JSON Schema: decoded, re-encoded, and used to guide a response on `tiny`.
     case generationSchema = "generation-schema"
+    /// A LoRA adapter (GGUF); one made for `tiny` is merged into its weights, which run a step.
+    case loraAdapter = "lora-adapter"
 
     /// Runs one input.
     public func run(_ data: Data) {
@@ -39,6 +41,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .gguf: Self.gguf(data)
         case .generatedContent: Self.generatedContent(data)
         case .generationSchema: Self.generationSchema(data)
+        case .loraAdapter: Self.loraAdapter(data)
         }
     }
 
@@ -161,6 +164,14 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let tokens = tokenizer?.encode("Fuzz") ?? [0]
         guard tokens.allSatisfy({ $0 < weights.config.vocabSize }) else { return }
         _ = try? model.forward(Array(tokens.prefix(weights.config.contextLength)), cache: model.makeCache())
+    }
+
+    static func loraAdapter(_ data: Data) {
+        guard let adapter = try? LowRankAdapter(ggufData: data, path: "fuzz.gguf"),
+              let weights = try? tiny.loaded().weights,
+              let merged = try? weights.merging(adapter, memoryLimit: memoryLimit) else { return }
+        let model = Transformer(weights: merged)
+        _ = try? model.forward([1, 2, 3], cache: model.makeCache())
     }
 
     static func generatedContent(_ data: Data) {

@@ -143,6 +143,30 @@ struct KVBenchTests {
         #expect(!run.stdout.contains("against f32"))
     }
 
+    @Test func adapter_writesAnAdapterThatGenerateMerges() throws {
+        let dir = Fixtures.temporaryFile("adapter")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("demo.gguf")
+        let run = try Self.run(["adapter", "--model", "tiny", "--rank", "4", "--projections", "attn_v", "ffn_down",
+                                "--name", "demo", "--metadata", #"{"task":"demo"}"#, "--output", file.path])
+        #expect(run.status == 0, "\(run.stderr)")
+        let adapter = try LowRankAdapter(contentsOf: file)
+        let tiny = try ModelCatalog.bundled.weights(for: ModelCatalog.bundled.config(named: "tiny"))
+        #expect(adapter.rank == 4 && adapter.name == "demo" && adapter.baseFingerprint == ModelFingerprint(tiny))
+        #expect(Set(adapter.factors.keys.map(\.projection)) == [.value, .down] && adapter.factors.count == 2 * tiny.config.layerCount)
+        #expect(run.stdout.contains("fmadapter-demo-\(adapter.baseFingerprint.description.prefix(8)).gguf"))
+
+        let prompt = ["generate", "--model", "tiny", "--prompt", "Suggest a recipe using", "--max-tokens", "12", "--json"]
+        let plain = try Self.run(prompt), adapted = try Self.run(prompt + ["--adapter", file.path])
+        #expect(plain.status == 0 && adapted.status == 0, "\(adapted.stderr)")
+        let a = try JSONDecoder().decode(GenerateOutput.self, from: Data(plain.stdout.utf8))
+        let b = try JSONDecoder().decode(GenerateOutput.self, from: Data(adapted.stdout.utf8))
+        #expect(a.prompt_token_ids == b.prompt_token_ids && a.generated_token_ids != b.generated_token_ids)
+        let foreign = try Self.run(["generate", "--model", "small", "--adapter", file.path, "--prompt", "x"])
+        #expect(foreign.status != 0 && foreign.stderr.contains("adapter 'demo' was made for the base weights"))
+    }
+
     @Test func trainTokenizer_writesALoadableVocabulary() throws {
         let dir = Fixtures.temporaryFile("corpus")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -177,6 +201,12 @@ struct KVBenchTests {
         (["generate", "--checkpoint", "/nonexistent.bin", "--prompt", "x"], "cannot read /nonexistent.bin"),
         (["kernels", "--prefill", "0"], "--prefill"),
         (["train-tokenizer", "--vocab-size", "10"], "--vocab-size"),
+        (["adapter", "--model", "tiny", "--output", "a.bin"], "--output must end in .gguf"),
+        (["adapter", "--model", "tiny", "--output", "a.gguf", "--projections", "attn_qkv"], "'attn_qkv' is not one of attn_q"),
+        (["adapter", "--model", "tiny", "--output", "a.gguf", "--name", "my adapter"], "--name must be letters, digits and underscores"),
+        (["adapter", "--model", "tiny", "--output", "a.gguf", "--metadata", "[1]"], "--metadata must be a JSON object"),
+        (["adapter", "--model", "tiny", "--output", "a.gguf", "--precision", "f16"], "kvbench adapter does not use --precision"),
+        (["generate", "--model", "tiny", "--adapter", "/nonexistent.gguf", "--prompt", "x"], "cannot read /nonexistent.gguf"),
     ])
     func badArguments_failWithAMessageNamingTheProblem(arguments: [String], message: String) throws {
         let run = try Self.run(arguments)

@@ -35,6 +35,10 @@ public struct ModelConfig: Codable, Sendable, Equatable {
     /// written only when it is not `f32`). Loaders read float32 and convert (see
     /// ``ModelWeights/converted(to:memoryLimit:)``).
     public var weightPrecision: WeightPrecision
+    /// The ``LowRankAdapter/identity`` of the adapter merged into the weights, if any (JSON key
+    /// `adapter`, written only when set): a merged model's fingerprint differs from its base's
+    /// because of it, whatever the adapter's values.
+    public var adapter: String?
 
     /// The origin of a model's weights.
     public enum WeightSource: Codable, Sendable, Equatable {
@@ -74,7 +78,7 @@ public struct ModelConfig: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case name, dim, hiddenDim, layerCount, headCount, kvHeadCount, vocabSize, contextLength
-        case normEpsilon, ropeTheta, sharedClassifier, tokenizer, weights, weightPrecision
+        case normEpsilon, ropeTheta, sharedClassifier, tokenizer, weights, weightPrecision, adapter
     }
 
     /// Decodes a config; `normEpsilon`, `ropeTheta`, `sharedClassifier` and `weightPrecision` are optional.
@@ -94,6 +98,7 @@ public struct ModelConfig: Codable, Sendable, Equatable {
                   tokenizer: try c.decodeIfPresent(String.self, forKey: .tokenizer),
                   weights: try c.decode(WeightSource.self, forKey: .weights),
                   weightPrecision: try c.decodeIfPresent(WeightPrecision.self, forKey: .weightPrecision) ?? .f32)
+        adapter = try c.decodeIfPresent(String.self, forKey: .adapter)
     }
 
     /// Encodes a config; `weightPrecision` only when it is not the default, so float32 configs
@@ -114,6 +119,7 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         try c.encodeIfPresent(tokenizer, forKey: .tokenizer)
         try c.encode(weights, forKey: .weights)
         if weightPrecision != .f32 { try c.encode(weightPrecision, forKey: .weightPrecision) }
+        try c.encodeIfPresent(adapter, forKey: .adapter)
     }
 
     /// Parameters in the weight matrices and norms (classifier counted once when shared).

@@ -56,6 +56,18 @@ public struct ModelFingerprint: Hashable, Sendable, CustomStringConvertible {
         self.bytes = bytes
     }
 
+    /// A fingerprint from its lowercase or uppercase hex (``description``); `nil` unless 64 hex digits.
+    public init?(hex: String) {
+        let digits = Array(hex.utf8)
+        guard digits.count == 64 else { return nil }
+        var bytes: [UInt8] = []
+        for i in stride(from: 0, to: 64, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[i ..< i + 2], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        self.bytes = bytes
+    }
+
     /// Lowercase hex.
     public var description: String { bytes.map { String(format: "%02x", $0) }.joined() }
 }

@@ -22,6 +22,8 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
     case allocationFailed(bytes: Int)
     /// A GGUF file is malformed or describes a model this runtime cannot run.
     case gguf(path: String, GGUFError)
+    /// A ``LowRankAdapter`` was made for other base weights than the ones it is merged into.
+    case incompatibleAdapter(name: String, baseFingerprint: String, modelFingerprint: String)
 
     /// A sentence naming the problem.
     public var description: String {
@@ -40,6 +42,8 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
             "running the model needs \(estimate), more than the limit of \(limit / 1_000_000) MB (MemoryLimit.bytes)"
         case let .allocationFailed(bytes): "could not allocate \(bytes) bytes"
         case let .gguf(path, error): "GGUF file \(path): \(error)"
+        case let .incompatibleAdapter(name, base, model):
+            "adapter '\(name)' was made for the base weights \(base.prefix(16))…, not these (\(model.prefix(16))…)"
         }
     }
 }

@@ -174,9 +174,10 @@ public final class ModelWeights: Sendable {
                             ropeCos: ropeCos, ropeSin: ropeSin, storage: storage, halfStorage: halfStorage)
     }
 
-    /// A copy of these weights with plain rows throughout (to compare layouts).
-    package func unpackedCopy() throws -> ModelWeights {
-        let out = try ModelWeights(zeroedFor: config, memoryLimit: .max)
+    /// A copy of these weights with plain rows throughout (to compare layouts, or to change them),
+    /// labelled with `config` (same dimensions and precision; default: this model's).
+    package func unpackedCopy(config: ModelConfig? = nil, memoryLimit: Int = .max) throws -> ModelWeights {
+        let out = try ModelWeights(zeroedFor: config ?? self.config, memoryLimit: memoryLimit)
         copyEach(into: out) { from, to in
             switch to.storage {
             case let .f32(m): Kernels.unpack(from, rows: 0 ..< from.rows, into: m.base, rowStride: m.rowStride)

@@ -19,34 +19,50 @@ public final class SystemLanguageModel: LanguageModel {
     private let source: Source
     private let storeConfiguration: PrefixStore.Configuration
     private let precision: WeightPrecision?
-    private let cache = Mutex<Result<LoadedModel, ModelLoadError>?>(nil)
+    /// Merged into the float32 weights when they load, before ``precision`` applies.
+    let adapter: Adapter?
+    private let cache = Mutex<Result<Loaded, ModelLoadError>?>(nil)
+
+    /// The loaded model and the fingerprint of its float32 weights before any adapter.
+    private struct Loaded: Sendable {
+        let model: LoadedModel
+        let baseFingerprint: ModelFingerprint
+    }
 
     /// A bundled model by config name (`tiny`, `small`, `base`).
     /// - Parameters:
     ///   - name: the config's name.
+    ///   - adapter: an adapter to merge into the weights (see ``Adapter``); `nil` for none.
     ///   - weightPrecision: how to keep the weights (``LMRuntime/WeightPrecision``); `nil` keeps
     ///     the config's own (float32 unless it says otherwise).
     ///   - prefixStore: the shared prefix store's limits and optional directory (see
     ///     ``LoadedModel/init(weights:tokenizer:name:prefixStore:)``).
-    public init(named name: String, weightPrecision: WeightPrecision? = nil, prefixStore: PrefixStore.Configuration = .standard) {
+    public init(named name: String, adapter: Adapter? = nil, weightPrecision: WeightPrecision? = nil,
+                prefixStore: PrefixStore.Configuration = .standard) {
         source = .bundled(name)
+        self.adapter = adapter
         precision = weightPrecision
         storeConfiguration = prefixStore
     }
 
-    /// A llama2.c checkpoint and tokenizer, its weights kept in `weightPrecision` (default float32).
-    public init(checkpoint: URL, tokenizer: URL, weightPrecision: WeightPrecision? = nil,
+    /// A llama2.c checkpoint and tokenizer, its weights kept in `weightPrecision` (default float32),
+    /// with `adapter` merged when given.
+    public init(checkpoint: URL, tokenizer: URL, adapter: Adapter? = nil, weightPrecision: WeightPrecision? = nil,
                 prefixStore: PrefixStore.Configuration = .standard) {
         source = .checkpoint(checkpoint, tokenizer: tokenizer)
+        self.adapter = adapter
         precision = weightPrecision
         storeConfiguration = prefixStore
     }
 
     /// A GGUF (version 3) `llama` model with the vocabulary stored in it
     /// (see ``LMRuntime/ModelWeights/gguf(at:memoryLimit:)`` for what is read), its weights kept
-    /// in `weightPrecision` (default float32, whatever the file's tensor types).
-    public init(gguf: URL, weightPrecision: WeightPrecision? = nil, prefixStore: PrefixStore.Configuration = .standard) {
+    /// in `weightPrecision` (default float32, whatever the file's tensor types), with `adapter`
+    /// merged when given.
+    public init(gguf: URL, adapter: Adapter? = nil, weightPrecision: WeightPrecision? = nil,
+                prefixStore: PrefixStore.Configuration = .standard) {
         source = .gguf(gguf)
+        self.adapter = adapter
         precision = weightPrecision
         storeConfiguration = prefixStore
     }
@@ -54,15 +70,22 @@ public final class SystemLanguageModel: LanguageModel {
     /// An already loaded model (with the store it was made with).
     public init(_ model: LoadedModel) {
         source = .loaded(model)
+        adapter = nil
         precision = nil
         storeConfiguration = model.prefixStore.configuration
     }
 
     /// Loads the model on first call; later calls return the same instance.
     /// - Throws: ``LMRuntime/ModelLoadError`` when the model cannot be loaded (and again on every call).
-    public func loaded() throws -> LoadedModel {
-        if case let .loaded(model) = source { return model }
-        let result = cache.withLock { cached -> Result<LoadedModel, ModelLoadError> in
+    public func loaded() throws -> LoadedModel { try loadedOnce().model }
+
+    /// The fingerprint of the model's float32 weights before any adapter: what an adapter made
+    /// for this model records (``LMRuntime/LowRankAdapter/baseFingerprint``). Loads the model.
+    public func baseFingerprint() throws -> ModelFingerprint { try loadedOnce().baseFingerprint }
+
+    private func loadedOnce() throws(ModelLoadError) -> Loaded {
+        if case let .loaded(model) = source { return Loaded(model: model, baseFingerprint: model.prefixStore.fingerprint) }
+        let result = cache.withLock { cached -> Result<Loaded, ModelLoadError> in
             if let cached { return cached }
             let result = Result { try self.load() }.mapError { $0 as? ModelLoadError ?? .unreadable(path: "\(self.source)", reason: "\($0)") }
             cached = result
@@ -71,23 +94,28 @@ public final class SystemLanguageModel: LanguageModel {
         return try result.get()
     }
 
-    private func load() throws -> LoadedModel {
+    /// Reads the float32 weights, fingerprints them, merges the adapter, then converts.
+    private func load() throws -> Loaded {
+        let weights: ModelWeights, tokenizer: Tokenizer, wanted: WeightPrecision
         switch source {
         case let .bundled(name):
             let catalog = ModelCatalog.bundled
             var config = try catalog.config(named: name)
-            config.weightPrecision = precision ?? config.weightPrecision
-            return try LoadedModel(weights: catalog.weights(for: config), tokenizer: catalog.tokenizer(for: config),
-                                   prefixStore: storeConfiguration)
-        case let .checkpoint(model, tokenizer):
-            let weights = try ModelWeights.checkpoint(at: model).converted(to: precision ?? .f32)
-            return try LoadedModel(weights: weights, tokenizer: Tokenizer(contentsOf: tokenizer, vocabSize: weights.config.vocabSize),
-                                   prefixStore: storeConfiguration)
+            wanted = precision ?? config.weightPrecision
+            config.weightPrecision = .f32
+            (weights, tokenizer) = (try catalog.weights(for: config), try catalog.tokenizer(for: config))
+        case let .checkpoint(model, tokenizerFile):
+            weights = try ModelWeights.checkpoint(at: model)
+            tokenizer = try Tokenizer(contentsOf: tokenizerFile, vocabSize: weights.config.vocabSize)
+            wanted = precision ?? .f32
         case let .gguf(file):
-            return try LoadedModel(weights: ModelWeights.gguf(at: file).converted(to: precision ?? .f32), tokenizer: Tokenizer(ggufAt: file),
-                                   prefixStore: storeConfiguration)
+            (weights, tokenizer, wanted) = (try ModelWeights.gguf(at: file), try Tokenizer(ggufAt: file), precision ?? .f32)
         case let .loaded(model):
-            return model
+            return Loaded(model: model, baseFingerprint: model.prefixStore.fingerprint)
         }
+        let base = ModelFingerprint(weights)
+        let adapted = try adapter.map { try weights.merging($0.lowRank) } ?? weights
+        return Loaded(model: try LoadedModel(weights: adapted.converted(to: wanted), tokenizer: tokenizer, prefixStore: storeConfiguration),
+                      baseFingerprint: base)
     }
 }

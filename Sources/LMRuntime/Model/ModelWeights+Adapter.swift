@@ -1,0 +1,62 @@
+import Foundation
+
+extension ModelWeights {
+    /// These weights with `adapter` merged: every adapted projection becomes
+    /// `W + (alpha / rank) · B · A` (``Kernels/addLowRankProduct(_:_:scale:to:)``: the same bits on
+    /// every CPU), the config records the adapter's ``LowRankAdapter/identity`` (so the merged
+    /// model's ``ModelFingerprint`` is its own), and the result is packed for streaming like any
+    /// loaded model. `self` is left as it was. Merge float32 weights, then convert.
+    /// - Parameter memoryLimit: the most bytes running the merged model may need.
+    /// - Throws: ``ModelLoadError/incompatibleAdapter(name:baseFingerprint:modelFingerprint:)`` when the
+    ///   adapter was made for other weights; ``ModelLoadError/gguf(path:_:)`` naming a factor whose
+    ///   layer or shape does not fit this model; the memory errors of allocating the copy.
+    public func merging(_ adapter: LowRankAdapter, memoryLimit: Int = MemoryLimit.bytes) throws(ModelLoadError) -> ModelWeights {
+        let fingerprint = ModelFingerprint(self)
+        guard precision == .f32, fingerprint == adapter.baseFingerprint else {
+            throw .incompatibleAdapter(name: adapter.name, baseFingerprint: adapter.baseFingerprint.description,
+                                       modelFingerprint: fingerprint.description)
+        }
+        for (target, factors) in adapter.factors {
+            let stem = "blk.\(target.layer).\(target.projection.rawValue).weight"
+            guard target.layer < config.layerCount else {
+                throw .gguf(path: adapter.name, .invalidField(field: "tensor \(stem).lora_a", byteOffset: 0,
+                                                              reason: "layer \(target.layer) of a model with \(config.layerCount) layers"))
+            }
+            let (out, input) = config.shape(of: target.projection)
+            guard factors.a.cols == input else {
+                throw .gguf(path: adapter.name, .shapeMismatch(tensor: stem + ".lora_a", expected: [input, adapter.rank],
+                                                               found: [factors.a.cols, factors.a.rows], byteOffset: 0))
+            }
+            guard factors.b.rows == out else {
+                throw .gguf(path: adapter.name, .shapeMismatch(tensor: stem + ".lora_b", expected: [adapter.rank, out],
+                                                               found: [factors.b.cols, factors.b.rows], byteOffset: 0))
+            }
+        }
+        var merged = config
+        merged.adapter = adapter.identity
+        let copy: ModelWeights
+        do { copy = try unpackedCopy(config: merged, memoryLimit: memoryLimit) } catch let error as ModelLoadError {
+            throw error
+        } catch { throw .allocationFailed(bytes: byteCount) }
+        for (target, factors) in adapter.factors {
+            Kernels.addLowRankProduct(factors.b, factors.a, scale: adapter.scale, to: copy.layers[target.layer].matrix(target.projection))
+        }
+        return copy.finishedLoading()
+    }
+}
+
+extension LayerWeights {
+    /// The float32 rows of one projection (plain rows only).
+    fileprivate func matrix(_ projection: LowRankAdapter.Projection) -> Matrix {
+        let hidden = gateUp.rows / 2
+        return switch projection {
+        case .query: wq.floats
+        case .key: wk.floats
+        case .value: wv.floats
+        case .output: wo.floats
+        case .gate: gateUp.rows(0 ..< hidden).floats
+        case .up: gateUp.rows(hidden ..< 2 * hidden).floats
+        case .down: down.floats
+        }
+    }
+}
