@@ -70,7 +70,7 @@ public struct LowRankAdapter: Sendable {
     /// The factors of every adapted projection.
     public let factors: [Target: Factors]
     /// Hex SHA-256 of the adapter's file bytes: what names it in a merged model's config.
-    public let identity: String
+    public private(set) var identity: String
 
     /// The factor by which `B · A` is added: ``alpha`` / ``rank``.
     public var scale: Float { alpha / Float(rank) }
@@ -122,7 +122,7 @@ public struct LowRankAdapter: Sendable {
         self.baseFingerprint = baseFingerprint
         self.creatorDefinedMetadata = creatorDefinedMetadata
         self.factors = factors
-        identity = ""
+        identity = ""   // set by the caller, from the bytes
     }
 
     /// A synthetic adapter for `weights` (float32), drawn from `seed`: `A` keeps unit variance
@@ -157,10 +157,10 @@ public struct LowRankAdapter: Sendable {
                 factors[target] = Factors(a: a, b: b)
             }
         }
-        let adapter = LowRankAdapter(name: name, rank: rank, alpha: alpha, baseFingerprint: ModelFingerprint(weights),
+        var adapter = LowRankAdapter(name: name, rank: rank, alpha: alpha, baseFingerprint: ModelFingerprint(weights),
                                      creatorDefinedMetadata: creatorDefinedMetadata, factors: factors)
-        // Named by the bytes it would be saved as, exactly as if it had been read back.
-        return (try? LowRankAdapter(ggufData: adapter.ggufData())) ?? adapter
+        adapter.identity = digest(adapter.ggufData())   // named by the bytes it saves as, as if read back
+        return adapter
     }
 
     /// The adapter as a GGUF file, readable by ``init(contentsOf:)``; factors in `tensorType`.
