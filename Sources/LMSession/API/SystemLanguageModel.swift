@@ -80,7 +80,8 @@ public final class SystemLanguageModel: LanguageModel {
     public func loaded() throws -> LoadedModel { try loadedOnce().model }
 
     /// The fingerprint of the model's float32 weights before any adapter: what an adapter made
-    /// for this model records (``LMRuntime/LowRankAdapter/baseFingerprint``). Loads the model.
+    /// for this model records (``LMRuntime/LowRankAdapter/baseFingerprint``). Loads the model. For
+    /// a model made from a ``LoadedModel``, that model's own fingerprint.
     public func baseFingerprint() throws -> ModelFingerprint { try loadedOnce().baseFingerprint }
 
     private func loadedOnce() throws(ModelLoadError) -> Loaded {
