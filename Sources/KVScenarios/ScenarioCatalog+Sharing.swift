@@ -13,6 +13,11 @@ extension ScenarioCatalog {
                  prefixStore: .memoryOnly()) { c in
             try await focusMessages(c)
         },
+        Scenario(name: "focus-messages-timestamped", group: 11,
+                 title: "Shared store, the time at the end of each session's instructions: every row above it is shared",
+                 prefixStore: .memoryOnly()) { c in
+            try await focusMessages(c, timestamped: true)
+        },
         Scenario(name: "relaunch-cold", group: 12,
                  title: "A long conversation continued after a relaunch: rehydrated, first turn recomputes it") { c in
             let session = LanguageModelSession(model: c.model, transcript: try longConversation(c))
@@ -32,10 +37,12 @@ extension ScenarioCatalog {
     ]
 
     /// Ten short generations, one per error type, then a summary: each in a new session with the
-    /// same instructions, as a coaching app does when a screen opens.
-    static func focusMessages(_ c: ScenarioContext) async throws {
+    /// same instructions, as a coaching app does when a screen opens; `timestamped`, each session's
+    /// instructions end with the current time (``ScenarioTexts/focusInstructions(at:)``).
+    static func focusMessages(_ c: ScenarioContext, timestamped: Bool = false) async throws {
         for (t, prompt) in ScenarioTexts.focusPrompts.enumerated() {
-            let session = LanguageModelSession(model: c.model, instructions: ScenarioTexts.focusInstructions)
+            let instructions = timestamped ? ScenarioTexts.focusInstructions(at: t) : ScenarioTexts.focusInstructions
+            let session = LanguageModelSession(model: c.model, instructions: instructions)
             try await c.turn(t, session, prompt)
         }
     }

@@ -143,9 +143,10 @@ public enum ScenarioCatalog {
         },
     ]
 
-    /// The instruction texts the scenarios use (tests count their tokens).
+    /// The instruction texts the scenarios use, and the focus messages' prompts (tests count their tokens).
     public static let texts = (coach: ScenarioTexts.coachInstructions, cooking: ScenarioTexts.cookingInstructions,
-                               focus: ScenarioTexts.focusInstructions)
+                               focus: ScenarioTexts.focusInstructions, focusPrompts: ScenarioTexts.focusPrompts,
+                               focusAt: ScenarioTexts.focusInstructions(at:))
 
     /// The scenario named `name`.
     public static func named(_ name: String) -> Scenario? { all.first { $0.name == name } }
@@ -163,7 +164,7 @@ public enum ScenarioCatalog {
         case 8: "A new session's first turn: cold vs prewarmed"
         case 9: "Restoring a saved conversation"
         case 10: "Profile switches: once vs every turn"
-        case 11: "Ten short generations on one screen: shared prefix store"
+        case 11: "Ten short generations on one screen: shared prefix store, and a timestamp in it"
         case 12: "An app relaunch: recompute, prewarm or disk"
         case 13: "Structured output: where the schema goes"
         default: "Group \(group)"

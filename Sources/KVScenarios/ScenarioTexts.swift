@@ -1,3 +1,5 @@
+import Foundation
+
 /// The conversations the scenarios replay: realistic app text, written for this repository.
 enum ScenarioTexts {
     static let coachInstructions = """
@@ -92,6 +94,12 @@ enum ScenarioTexts {
         "slow start": You started three kilometres slower than your plan and made it up at the \
         end. Next time, set a pace alert for the first kilometre and run it at goal pace.
         """
+
+    /// The focus instructions as the `t`-th screen opening renders them: the time, three minutes
+    /// later each time, as their last sentence.
+    static func focusInstructions(at t: Int) -> String {
+        focusInstructions + " Current time: 18:\(String(format: "%02d", 3 * t % 60))."
+    }
 
     /// One prompt per error type, then the summary of the session.
     static let focusPrompts = [

@@ -125,10 +125,31 @@ extension ScenarioTests {
         #expect(alone.count == 11 && shared.count == 11)
         #expect(alone.allSatisfy { $0.cached_tokens == 0 && $0.invalidation_reason == "emptyCache" })
         #expect(shared[0].cached_tokens == 0)
-        for turn in shared.dropFirst() {
-            #expect(turn.cached_tokens == instructions && turn.cached_from_store == instructions && turn.cached_from_disk == 0)
+        // Each later session restores the instructions, the `<|user|>` marker, and as much of its
+        // prompt as an earlier one began with ("Error type:"), each prompt tokenized on its own.
+        let prompts = ScenarioCatalogProbe.focusPrompts.map { Self.tokenizer.encode($0, bos: false) }
+        for (t, turn) in shared.enumerated().dropFirst() {
+            let common = prompts[..<t].map { zip(prompts[t], $0).prefix { $0 == $1 }.count }.max() ?? 0
+            #expect(turn.cached_tokens == instructions + 1 + common && turn.cached_from_store == turn.cached_tokens)
+            #expect(turn.cached_from_disk == 0)
         }
+        #expect(shared[1].cached_tokens > instructions + 1 && shared[10].cached_tokens == instructions + 1)
         #expect(zip(alone, shared).allSatisfy { $0.input_tokens == $1.input_tokens })
+    }
+
+    /// With the time at the end of every session's instructions no two sessions' instructions are
+    /// equal, yet each later session restores the rows of every token above the time.
+    @Test func focusMessagesTimestamped_sessionsShareEveryRowAboveTheTime() async throws {
+        let dated = try await run("focus-messages-timestamped")
+        let texts = (0 ..< dated.count).map { Self.tokenizer.encode(ScenarioCatalogProbe.focusInstructions(at: $0), bos: false) }
+        let plain = 2 + Self.tokenizer.encode(ScenarioCatalogProbe.focusInstructions, bos: false).count + 1
+        #expect(dated.count == 11 && dated[0].cached_tokens == 0)
+        for (t, turn) in dated.enumerated().dropFirst() {
+            let agreeing = texts[..<t].map { zip(texts[t], $0).prefix { $0 == $1 }.count }.max() ?? 0
+            #expect(agreeing < texts[t].count)   // the time differs
+            #expect(turn.cached_tokens == 2 + agreeing && turn.cached_from_store == turn.cached_tokens)
+            #expect(turn.cached_tokens > plain)   // the whole shared text, and "Current time: 18:" after it
+        }
     }
 
     @Test func relaunch_diskRestoresWhatTheWarmTurnHeldAndColdRecomputesIt() async throws {
@@ -148,6 +169,8 @@ extension ScenarioTests {
 /// The scenario texts the checks above count tokens of.
 enum ScenarioCatalogProbe {
     static var focusInstructions: String { ScenarioCatalog.texts.focus }
+    static var focusPrompts: [String] { ScenarioCatalog.texts.focusPrompts }
+    static func focusInstructions(at t: Int) -> String { ScenarioCatalog.texts.focusAt(t) }
     static var coachInstructions: String { ScenarioCatalog.texts.coach }
     static var cookingInstructions: String { ScenarioCatalog.texts.cooking }
 }

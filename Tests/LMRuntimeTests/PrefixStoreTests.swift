@@ -58,15 +58,49 @@ struct PrefixStoreTests {
         #expect(store.statistics.memoryHits == 1 && store.statistics.readerCount == 0)
     }
 
-    @Test func restore_usesOnlyBoundariesAndEntriesOfTheSameTokens() throws {
+    @Test func restore_usesStoredRowsAsFarAsTheirTokensMatch() throws {
         let store = store()
-        let sequence = tokens(50, seed: 2)
+        let sequence = tokens(50, seed: 2), vocabulary = weights.config.vocabSize
         store.publish(try filled(sequence, on: model), boundaries: [30])
-        var other = sequence
-        other[29] = (other[29] + 1) % weights.config.vocabSize          // differs inside the stored prefix
-        #expect(try restoreAndCompare(store, other, boundaries: [30, 40]).restored.total == 0)
-        #expect(try restoreAndCompare(store, sequence, boundaries: [25, 40]).restored.total == 0)   // 30 is not a boundary now
-        #expect(try restoreAndCompare(store, Array(sequence.prefix(30)) + [7], boundaries: [30]).restored.total == 30)
+        var other = sequence, unrelated = sequence
+        other[25] = (other[25] + 1) % vocabulary           // differs inside the stored entry
+        unrelated[0] = (unrelated[0] + 1) % vocabulary
+        let cases: [(tokens: [Int], boundaries: [Int], restored: Int, partial: Bool)] = [
+            (other, [30, 40], 25, true),                    // as far as the tokens match
+            (sequence, [25, 40], 30, false),                // the whole entry, though 30 is not a boundary here
+            (sequence, [10, 20], 20, true),                 // never beyond the last boundary
+            (Array(sequence.prefix(30)) + [7], [30], 30, false),
+            (unrelated, [30, 40], 0, false),
+        ]
+        for c in cases {
+            let before = store.statistics.partialHits
+            let (restored, logitError, rowError) = try restoreAndCompare(store, c.tokens, boundaries: c.boundaries)
+            #expect(restored == PrefixStore.Restored(fromMemory: c.restored, fromDisk: 0))
+            #expect(logitError <= 1e-4 && rowError <= 1e-4)
+            #expect(store.statistics.partialHits - before == (c.partial ? 1 : 0))
+            #expect(store.checkInvariants() == nil && store.statistics.readerCount == 0)
+        }
+    }
+
+    @Test(arguments: [0, 25])
+    func restore_followsTheBranchThatMatchesLongest(have: Int) throws {
+        let store = store()
+        let shared = tokens(20, seed: 3), a = tokens(15, seed: 4), b = tokens(25, seed: 5)
+        store.publish(try filled(shared + a, on: model), boundaries: [20, 35])
+        store.publish(try filled(shared + b, on: model), boundaries: [20, 45])
+        var diverging = shared + b + tokens(5, seed: 6)
+        diverging[32] = (diverging[32] + 1) % weights.config.vocabSize
+        let cases: [(tokens: [Int], restored: Int)] = [
+            (diverging, 32),                                 // through the shared entry, then part of b's
+            (shared + b + tokens(5, seed: 7), 45),           // all of b's branch
+            (shared + a + tokens(20, seed: 8), 35),          // all of a's, though 35 is not a boundary
+        ]
+        for c in cases {
+            let (restored, logitError, rowError) = try restoreAndCompare(store, c.tokens, boundaries: [c.tokens.count - 1], have: have)
+            #expect(restored == PrefixStore.Restored(fromMemory: c.restored - have, fromDisk: 0))
+            #expect(logitError <= 1e-4 && rowError <= 1e-4)
+            #expect(store.checkInvariants() == nil && store.statistics.readerCount == 0)
+        }
     }
 
     @Test func publish_storesASharedPrefixOnce() throws {

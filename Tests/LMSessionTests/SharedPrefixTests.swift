@@ -14,23 +14,48 @@ struct SharedPrefixTests {
         return SystemLanguageModel(try LoadedModel(weights: tiny.weights, tokenizer: tiny.tokenizer, prefixStore: store))
     }
 
-    @Test func firstRequest_ofANewSessionRestoresInstructionsAnotherComputed() async throws {
+    /// The store restores another session's rows as far as the tokens agree: the instructions,
+    /// then the `<|user|>` marker and the words the prompts share, up to where they differ.
+    @Test func firstRequest_ofANewSessionRestoresWhatAnotherComputedUpToTheFirstDifference() async throws {
         let model = try Self.model()
+        let prompts = ["Focus for error type 1?", "Focus for error type 2?", "Why do my calves hurt?", "Focus for pacing?"]
         let first = LanguageModelSession(model: model, instructions: Self.instructions)
-        let a = try await first.respond(to: "Focus for error type 1?", options: short())
+        let a = try await first.respond(to: prompts[0], options: short())
         #expect(a.usage.input.cachedTokenCount == 0)
         let instructions = Count.instructions([Self.instructions])
-        for i in 2 ... 4 {
+        for (i, prompt) in prompts.enumerated().dropFirst() {
+            let words = tokenizer.encode(prompt, bos: false)
+            let shared = prompts[..<i].map { zip(words, tokenizer.encode($0, bos: false)).prefix { $0 == $1 }.count }.max() ?? 0
+            let expected = instructions + 1 + shared   // a prompt never holds all of another here
             let session = LanguageModelSession(model: model, instructions: Self.instructions)
-            let r = try await session.respond(to: "Focus for error type \(i)?", options: short())
-            #expect(r.usage.input.cachedTokenCount == instructions)
-            #expect(r.usage.input.cachedFromSharedStoreCount == instructions && r.usage.input.cachedFromSessionCount == 0)
-            #expect(r.usage.computedTokenCount == r.usage.input.totalTokenCount - instructions)
-            #expect(r.invalidation?.reason == .emptyCache && r.invalidation?.recomputedFrom == instructions)
+            let r = try await session.respond(to: prompt, options: short())
+            #expect(r.usage.input.cachedTokenCount == expected, "\(prompt)")
+            #expect(r.usage.input.cachedFromSharedStoreCount == expected && r.usage.input.cachedFromSessionCount == 0)
+            #expect(r.usage.computedTokenCount == r.usage.input.totalTokenCount - expected)
+            #expect(r.invalidation?.reason == .emptyCache && r.invalidation?.recomputedFrom == expected)
             try await session.expectCacheExact()
         }
         let store = try model.loaded().prefixStore
+        #expect(store.statistics.partialHits == prompts.count - 1)   // each ended inside an earlier turn's entry
         #expect(store.checkInvariants() == nil && store.statistics.readerCount == 0)
+    }
+
+    /// Two screens whose instructions differ only in their last sentence (a date): the second
+    /// session's first request restores every row above the difference.
+    @Test func firstRequest_withInstructionsThatDifferAtTheEndRestoresEveryRowAboveTheDifference() async throws {
+        let model = try Self.model()
+        let (mondayText, tuesdayText) = (Self.instructions + " Today is Monday.", Self.instructions + " Today is Tuesday.")
+        let monday = LanguageModelSession(model: model, instructions: mondayText)
+        _ = try await monday.respond(to: "Plan my run.", options: short())
+        let tuesday = LanguageModelSession(model: model, instructions: tuesdayText)
+        let r = try await tuesday.respond(to: "Plan my run.", options: short())
+        let agreeing = zip(tokenizer.encode(mondayText, bos: false), tokenizer.encode(tuesdayText, bos: false)).prefix { $0 == $1 }.count
+        let expected = 2 + agreeing   // BOS, <|system|>, then the text up to where the two differ
+        #expect(expected > Count.instructions([Self.instructions]) - 2)   // nearly all of the shared sentences
+        #expect(r.usage.input.cachedFromSharedStoreCount == expected && r.usage.input.cachedTokenCount == expected)
+        #expect(r.invalidation?.reason == .emptyCache && r.invalidation?.recomputedFrom == expected)
+        try await tuesday.expectCacheExact()
+        #expect(try model.loaded().prefixStore.statistics.partialHits == 1)
     }
 
     @Test func rehydrated_firstRequestRestoresTheWholeTranscript() async throws {

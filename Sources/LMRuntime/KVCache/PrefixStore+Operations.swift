@@ -1,20 +1,27 @@
 import Foundation
 
 extension PrefixStore {
-    /// Extends `cache` with the longest stored prefix of `tokens` that ends at one of
-    /// `boundaries`, copying rows instead of computing them.
+    /// Extends `cache` with the longest prefix of `tokens` whose rows the store holds, up to
+    /// the last of `boundaries`, copying rows instead of computing them.
     ///
     /// The cache must hold a prefix of `tokens` (the caller truncates it to the common
     /// prefix first); only boundaries beyond `cache.count` count. Memory is searched first,
-    /// then the disk tier for anything longer: a file chain is decoded straight into the
-    /// cache (no copy in between; the entries join memory when the sequence next publishes).
-    /// A stored entry is used only when its tokens equal the prefix.
+    /// token by token: the rows of position `i` depend on `tokens[0...i]` only, so an entry
+    /// another sequence published is used as far as its tokens equal these, whether or not
+    /// its end is one of `boundaries` (two sessions whose instructions differ only in their
+    /// last line share every row above it). Then the disk tier, for a longer prefix ending
+    /// at one of `boundaries` (files are found by key, so only whole entries): a file chain
+    /// is decoded straight into the cache (no copy in between; the entries join memory when
+    /// the sequence next publishes).
     /// - Parameters:
     ///   - cache: the sequence's cache, holding `tokens[0..<cache.count]`.
     ///   - tokens: the sequence's tokens.
-    ///   - boundaries: ascending positions where a stored prefix may end (segment ends).
+    ///   - boundaries: ascending positions where a stored prefix may end (segment ends); the
+    ///     last one bounds what is restored (a caller that needs the logits of the last token
+    ///     leaves it out).
     /// - Returns: how many tokens were restored, and from where.
-    /// - Complexity: O(`tokens.count`) to hash, plus copying the restored rows.
+    /// - Complexity: O(`tokens.count`) to hash and compare, O(entries) to index the stored
+    ///   entries by parent, plus copying the restored rows.
     @discardableResult
     public func restore(into cache: some KVCache, tokens: [Int], boundaries: [Int]) -> Restored {
         let have = cache.count
@@ -22,9 +29,9 @@ extension PrefixStore {
         let candidates = Self.candidates(boundaries, above: have, within: tokens.count)
         guard !candidates.isEmpty, cache.layerCount == layerCount, cache.kvDim == kvDim else { return Restored() }
         let keys = PrefixKey.keys(fingerprint: fingerprint, tokens: tokens, at: candidates)
-        let chain = acquireChain(keys: keys, candidates: candidates, tokens: tokens, above: have) ?? []
+        let (chain, matched) = acquireLongestMatch(tokens: tokens, limit: candidates[candidates.count - 1], above: have)
         defer { release(chain) }
-        let memoryEnd = chain.last?.end ?? have
+        let memoryEnd = max(have, matched)
         // Disk only for more than memory holds; its rows go straight into the cache's scratch
         // rows (beyond `have`, not yet counted), so a failure half-way leaves the cache as it was.
         var diskEnd = memoryEnd
@@ -41,20 +48,21 @@ extension PrefixStore {
             }
         }
         guard diskEnd > have, (try? cache.reserve(positions: diskEnd)) != nil else { return Restored() }
-        for entry in chain where entry.end > have {
-            let from = max(entry.start, have)
+        for entry in chain {   // every one ends beyond `have`; the last may be used only part of the way
+            let span = max(entry.start, have) ..< min(entry.end, memoryEnd)
             for layer in 0 ..< layerCount {
                 let (keys, values) = rows(of: entry, layer: layer)
-                Kernels.copy(keys.rows(from - entry.start ..< entry.end - entry.start),
-                             into: cache.keys(layer: layer).rows(from ..< entry.end))
-                Kernels.copy(values.rows(from - entry.start ..< entry.end - entry.start),
-                             into: cache.values(layer: layer).rows(from ..< entry.end))
+                let stored = span.lowerBound - entry.start ..< span.upperBound - entry.start
+                Kernels.copy(keys.rows(stored), into: cache.keys(layer: layer).rows(span))
+                Kernels.copy(values.rows(stored), into: cache.values(layer: layer).rows(span))
             }
         }
         cache.append(tokens[have ..< diskEnd])
         let restored = Restored(fromMemory: memoryEnd - have, fromDisk: diskEnd - memoryEnd)
+        let partial = chain.last.map { memoryEnd < $0.end } ?? false
         state.withLock { s in
             if restored.fromDisk > 0 { s.statistics.diskHits += 1 } else { s.statistics.memoryHits += 1 }
+            if partial { s.statistics.partialHits += 1 }
             s.statistics.tokensFromMemory += restored.fromMemory
             s.statistics.tokensFromDisk += restored.fromDisk
         }
@@ -141,22 +149,41 @@ extension PrefixStore {
         (0 ..< layerCount).flatMap { layer -> [Matrix] in let (k, v) = rows(of: entry, layer: layer); return [k, v] }
     }
 
-    /// The chain of the longest in-memory candidate (root-most first, trimmed to what lies
-    /// beyond `above`), marked as being read; `nil` when none is stored.
-    private func acquireChain(keys: [PrefixKey], candidates: [Int], tokens: [Int], above: Int) -> [Entry]? {
+    /// The stored entries that share the longest prefix with `tokens[0..<limit]`: a chain from
+    /// position 0 whose entries match whole, the last one possibly only part of the way, and
+    /// where the match ends. The entries ending beyond `above` (the ones a restore copies from)
+    /// are returned, marked as being read. Where two entries match equally far, one that
+    /// matches whole wins (the walk goes on through its children), then the more recently
+    /// used, so the same history always restores the same rows.
+    private func acquireLongestMatch(tokens: [Int], limit: Int, above: Int) -> (chain: [Entry], end: Int) {
         state.withLock { s in
-            for (boundary, key) in zip(candidates, keys).reversed() {
-                guard let last = s.entries[key], last.tokens.elementsEqual(tokens[0 ..< boundary]) else { continue }
-                var chain = [last]
-                while let first = chain.first, first.start > above, let parent = first.parent.flatMap({ s.entries[$0] }) {
-                    chain.insert(parent, at: 0)
+            var children: [PrefixKey?: [Entry]] = [:]
+            for entry in s.entries.values { children[entry.parent, default: []].append(entry) }
+            var chain: [Entry] = [], parent: PrefixKey? = nil, end = 0
+            walk: while end < limit, let candidates = children[parent] {
+                var best: (entry: Entry, end: Int)?
+                for entry in candidates {   // each starts at `end`, its tokens before that equal to these
+                    let stop = min(entry.end, limit)
+                    var matched = end
+                    while matched < stop, entry.tokens[matched] == tokens[matched] { matched += 1 }
+                    guard matched > end else { continue }
+                    if let current = best {
+                        let whole = matched == entry.end, currentWhole = current.end == current.entry.end
+                        guard matched > current.end || (matched == current.end && (whole && !currentWhole
+                            || whole == currentWhole && entry.lastUse > current.entry.lastUse)) else { continue }
+                    }
+                    best = (entry, matched)
                 }
-                guard chain[0].start <= above else { continue }   // unreachable while every parent is present
-                s.clock += 1
-                for entry in chain { entry.readers += 1; entry.lastUse = s.clock }
-                return chain
+                guard let (entry, matched) = best else { break walk }
+                chain.append(entry)
+                end = matched
+                guard matched == entry.end else { break walk }
+                parent = entry.key
             }
-            return nil
+            let used = chain.filter { $0.end > above && end > above }
+            s.clock += 1
+            for entry in used { entry.readers += 1; entry.lastUse = s.clock }
+            return (used, end)
         }
     }
 

@@ -98,6 +98,9 @@ public final class PrefixStore: Sendable {
         public var memoryHits = 0, diskHits = 0
         /// Tokens restored from memory and from disk.
         public var tokensFromMemory = 0, tokensFromDisk = 0
+        /// Restores whose rows from memory end inside a stored entry: where its tokens stop
+        /// matching, or at the restore's last boundary (see ``PrefixStore/restore(into:tokens:boundaries:)``).
+        public var partialHits = 0
         /// Entries evicted from memory, and insertions refused because pinned or busy entries
         /// left no room.
         public var evictions = 0, refusedInsertions = 0
