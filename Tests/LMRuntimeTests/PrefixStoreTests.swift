@@ -103,6 +103,47 @@ struct PrefixStoreTests {
         }
     }
 
+    /// Random publishes of sequences over a four-token alphabet (so they share prefixes of every
+    /// length) into a store small enough to evict, each followed by a restore of a random query:
+    /// what comes from memory is exactly the longest common prefix of the query with any entry
+    /// held, up to the last boundary, and the rows give a fresh prefill's logits.
+    @Test func restore_takesTheLongestCommonPrefixWithAnyEntryHeld() throws {
+        let store = store(limit: 150 * rowBytes), model = model
+        var rng = SeededGenerator(seed: 42)
+        func sequence() -> [Int] { (0 ..< Int.random(in: 8 ... 40, using: &rng)).map { _ in Int.random(in: 0 ..< 4, using: &rng) } }
+        func boundaries(_ count: Int) -> [Int] {
+            (1 ... count).filter { $0 == count || Int.random(in: 0 ..< 4, using: &rng) == 0 }
+        }
+        var published: [[Int]] = []
+        for round in 0 ..< 40 {
+            let tokens = Int.random(in: 0 ..< 3, using: &rng) == 0 || published.isEmpty ? sequence() : {
+                var t = published.randomElement(using: &rng)!   // an earlier one, changed from a random point on
+                let cut = Int.random(in: 0 ... t.count, using: &rng)
+                t.replaceSubrange(cut..., with: sequence().prefix(Int.random(in: 0 ... 20, using: &rng)))
+                return t.isEmpty ? [1] : t
+            }()
+            store.publish(try filled(tokens, on: model), boundaries: boundaries(tokens.count))
+            published.append(tokens)
+            #expect(store.checkInvariants() == nil)
+
+            let query = Int.random(in: 0 ..< 2, using: &rng) == 0 ? sequence() : published.randomElement(using: &rng)! + sequence()
+            let queryBoundaries = boundaries(query.count - 1 > 0 ? query.count - 1 : 1).filter { $0 < query.count }
+            let held = store.state.withLock { $0.entries.values.map(\.tokens) }
+            let limit = queryBoundaries.last ?? 0
+            let longest = held.map { zip($0, query.prefix(limit)).prefix { $0 == $1 }.count }.max() ?? 0
+            let cache = emptyCache()
+            let restored = store.restore(into: cache, tokens: query, boundaries: queryBoundaries)
+            #expect(restored == PrefixStore.Restored(fromMemory: longest, fromDisk: 0), "round \(round)")
+            #expect(store.checkInvariants() == nil && store.statistics.readerCount == 0)
+            if round % 8 == 0, restored.total > 0 {
+                let logits = try model.forward(Array(query[cache.count...]), cache: cache).toArray()
+                let fresh = try model.forward(query, cache: model.makeCache()).toArray()
+                #expect(Fixtures.maxRelativeError(logits, fresh) <= 1e-4)
+            }
+        }
+        #expect(store.statistics.evictions > 0 && store.statistics.partialHits > 0)
+    }
+
     @Test func publish_storesASharedPrefixOnce() throws {
         let store = store()
         let shared = tokens(20, seed: 3)

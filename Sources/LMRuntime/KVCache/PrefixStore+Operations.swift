@@ -149,41 +149,40 @@ extension PrefixStore {
         (0 ..< layerCount).flatMap { layer -> [Matrix] in let (k, v) = rows(of: entry, layer: layer); return [k, v] }
     }
 
-    /// The stored entries that share the longest prefix with `tokens[0..<limit]`: a chain from
-    /// position 0 whose entries match whole, the last one possibly only part of the way, and
-    /// where the match ends. The entries ending beyond `above` (the ones a restore copies from)
-    /// are returned, marked as being read. Where two entries match equally far, one that
-    /// matches whole wins (the walk goes on through its children), then the more recently
-    /// used, so the same history always restores the same rows.
+    /// The stored entries that share the longest prefix with `tokens[0..<limit]`: the chain from
+    /// position 0 to the entry whose tokens agree furthest (every entry before it matching whole,
+    /// it possibly only part of the way), and where the agreement ends. The entries ending beyond
+    /// `above` (the ones a restore copies from) are returned, marked as being read.
+    ///
+    /// A depth-first walk from the root: an entry's children are compared only when it matches
+    /// whole, so no token is compared twice on one path, and every entry is a candidate, not just
+    /// the best child at each level (a sibling may match further inside itself while the whole
+    /// one's child goes further still). Where two entries agree equally far, the more recently used
+    /// wins, so the same history always restores the same rows.
     private func acquireLongestMatch(tokens: [Int], limit: Int, above: Int) -> (chain: [Entry], end: Int) {
         state.withLock { s in
             var children: [PrefixKey?: [Entry]] = [:]
             for entry in s.entries.values { children[entry.parent, default: []].append(entry) }
-            var chain: [Entry] = [], parent: PrefixKey? = nil, end = 0
-            walk: while end < limit, let candidates = children[parent] {
-                var best: (entry: Entry, end: Int)?
-                for entry in candidates {   // each starts at `end`, its tokens before that equal to these
-                    let stop = min(entry.end, limit)
-                    var matched = end
-                    while matched < stop, entry.tokens[matched] == tokens[matched] { matched += 1 }
-                    guard matched > end else { continue }
-                    if let current = best {
-                        let whole = matched == entry.end, currentWhole = current.end == current.entry.end
-                        guard matched > current.end || (matched == current.end && (whole && !currentWhole
-                            || whole == currentWhole && entry.lastUse > current.entry.lastUse)) else { continue }
-                    }
+            var best: (entry: Entry, end: Int)?
+            var pending = children[nil] ?? []   // entries whose parent matched whole
+            while let entry = pending.popLast() {
+                let stop = min(entry.end, limit)
+                var matched = entry.start
+                while matched < stop, entry.tokens[matched] == tokens[matched] { matched += 1 }
+                guard matched > entry.start else { continue }
+                if best.map({ matched > $0.end || (matched == $0.end && entry.lastUse > $0.entry.lastUse) }) ?? true {
                     best = (entry, matched)
                 }
-                guard let (entry, matched) = best else { break walk }
-                chain.append(entry)
-                end = matched
-                guard matched == entry.end else { break walk }
-                parent = entry.key
+                if matched == entry.end { pending += children[entry.key] ?? [] }
             }
-            let used = chain.filter { $0.end > above && end > above }
+            guard let (last, end) = best, end > above else { return ([], 0) }
+            var chain = [last]
+            while let first = chain.first, first.start > above, let parent = first.parent.flatMap({ s.entries[$0] }) {
+                chain.insert(parent, at: 0)
+            }
             s.clock += 1
-            for entry in used { entry.readers += 1; entry.lastUse = s.clock }
-            return (used, end)
+            for entry in chain { entry.readers += 1; entry.lastUse = s.clock }
+            return (chain, end)
         }
     }
 
