@@ -20,8 +20,9 @@ extension PrefixStore {
     ///     last one bounds what is restored (a caller that needs the logits of the last token
     ///     leaves it out).
     /// - Returns: how many tokens were restored, and from where.
-    /// - Complexity: O(`tokens.count`) to hash and compare, O(entries) to index the stored
-    ///   entries by parent, plus copying the restored rows.
+    /// - Complexity: O(`tokens.count`) to hash, O(entries) to index the stored entries by
+    ///   parent, then each entry reached through whole matches is compared once from its start;
+    ///   plus copying the restored rows.
     @discardableResult
     public func restore(into cache: some KVCache, tokens: [Int], boundaries: [Int]) -> Restored {
         let have = cache.count
