@@ -43,6 +43,41 @@ struct PrefixDiskTierTests {
         #expect(third.restored == PrefixStore.Restored(fromMemory: 60, fromDisk: 0))
     }
 
+    /// After a relaunch, plain files are matched token by token too (their ids are indexed when the
+    /// store opens): a query that differs inside a stored entry restores the rows before the
+    /// difference from disk, the file's rows beyond it only filling scratch. Encrypted files hide
+    /// their ids, so there only whole entries at the request's boundaries are found.
+    @Test(arguments: [false, true])
+    func restore_inANewStoreMatchesPlainFilesTokenByToken(encrypted: Bool) throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = encrypted ? PrefixStore.EncryptionKey.random() : nil
+        let sequence = base.tokens(60, seed: 33)
+        try persist(Array(sequence.prefix(50)), boundaries: [20, 50], in: directory, key: key)
+        var other = sequence
+        other[37] = (other[37] + 1) % weights.config.vocabSize     // differs inside the second file
+        let cases: [(tokens: [Int], boundaries: [Int], restored: Int, partial: Bool)] = [
+            (other, [20, 55], encrypted ? 20 : 37, !encrypted),
+            (sequence, [30], encrypted ? 0 : 30, !encrypted),    // never past the last boundary (20 is not one here)
+            (sequence, [20, 50, 55], 50, false),                 // a whole chain either way
+        ]
+        for c in cases {
+            let relaunched = base.store(directory: directory, key: key)   // nothing in memory
+            let (restored, logitError, rowError) = try base.restoreAndCompare(relaunched, c.tokens, boundaries: c.boundaries)
+            #expect(restored == PrefixStore.Restored(fromMemory: 0, fromDisk: c.restored))
+            #expect(logitError <= 1e-4 && rowError <= 1e-4)
+            let statistics = relaunched.statistics
+            #expect(statistics.diskHits == (c.restored > 0 ? 1 : 0) && statistics.partialHits == (c.partial ? 1 : 0))
+            #expect(statistics.rejectedFiles == 0)
+            #expect(relaunched.checkInvariants() == nil)
+        }
+        // A session's own cache already holding part of the prefix: the disk fills in the rest.
+        let relaunched = base.store(directory: directory, key: key)
+        let (restored, logitError, _) = try base.restoreAndCompare(relaunched, other, boundaries: [20, 55], have: 10)
+        #expect(restored == PrefixStore.Restored(fromMemory: 0, fromDisk: (encrypted ? 20 : 37) - 10))
+        #expect(logitError <= 1e-4)
+    }
+
     /// Rows restored into a ``GrowingKVCache`` (page-aligned blocks) from plain files are mostly
     /// mapped, not copied: bit for bit the rows that were written; private, so writing the cache
     /// never changes a file; independent of the files once restored (they may be removed); and

@@ -93,6 +93,27 @@ struct SharedPrefixTests {
         #expect(try after.loaded().prefixStore.statistics.diskHits == 1)
     }
 
+    /// After a relaunch, a session whose instructions differ from the saved ones only in a final
+    /// date restores every row above the date from disk.
+    @Test func relaunch_withInstructionsThatDifferAtTheEndRestoresTheRowsAboveFromDisk() async throws {
+        let directory = Fixtures.temporaryFile("kv-relaunch-dated")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (mondayText, tuesdayText) = (Self.instructions + " Today is Monday.", Self.instructions + " Today is Tuesday.")
+        let before = try Self.model(.persistent(in: directory))
+        _ = try await LanguageModelSession(model: before, instructions: mondayText).respond(to: "Plan my run.", options: short())
+        try before.loaded().prefixStore.flush()
+
+        let after = try Self.model(.persistent(in: directory))   // a new process: nothing in memory
+        let session = LanguageModelSession(model: after, instructions: tuesdayText)
+        let r = try await session.respond(to: "Plan my run.", options: short())
+        let agreeing = zip(tokenizer.encode(mondayText, bos: false), tokenizer.encode(tuesdayText, bos: false)).prefix { $0 == $1 }.count
+        #expect(r.usage.input.cachedFromDiskCount == 2 + agreeing && r.usage.input.cachedTokenCount == 2 + agreeing)
+        #expect(r.invalidation?.restoredFromDiskCount == 2 + agreeing)
+        try await session.expectCacheExact()
+        let statistics = try after.loaded().prefixStore.statistics
+        #expect(statistics.diskHits == 1 && statistics.partialHits == 1 && statistics.rejectedFiles == 0)
+    }
+
     @Test func configuration_readsTheDirectoryFromTheEnvironment() {
         let variable = PrefixStore.Configuration.directoryEnvironmentVariable
         #expect(variable == "KVSESSION_KV_CACHE_DIR")

@@ -74,8 +74,9 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     }
 
     private struct State {
-        /// Every entry file: its size and when it was last written or read.
-        var files: [PrefixKey: (bytes: Int, lastUse: Date)] = [:]
+        /// Every entry file: its size, when it was last written or read, and (plain files) the
+        /// token ids of its whole prefix, for matching token by token (`nil`: not known).
+        var files: [PrefixKey: (bytes: Int, lastUse: Date, tokens: [Int]?)] = [:]
         var statistics = Statistics()
     }
 
@@ -127,10 +128,53 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
             guard let key = Self.key(fromFileName: name),
                   let attributes = try? fm.attributesOfItem(atPath: url.path) else { continue }   // not ours: left alone
             let size = (attributes[.size] as? NSNumber)?.intValue ?? 0
-            s.files[key] = (size, attributes[.modificationDate] as? Date ?? .distantPast)
+            s.files[key] = (size, attributes[.modificationDate] as? Date ?? .distantPast, indexedTokens(of: url, size: size))
         }
         state.withLock { $0 = s }
         updateCounts()
+    }
+
+    /// The token ids a plain entry file says it holds, read from its header and payload (a
+    /// few KB), for the index; `nil` for encrypted stores (their ids are inside the ciphertext)
+    /// and for files whose header does not fit this store. Nothing is validated here: a restore
+    /// checks the whole file before using it.
+    private func indexedTokens(of url: URL, size: Int) -> [Int]? {
+        guard encryptionKey == nil, size >= Self.headerBytes + Self.checksumBytes else { return nil }
+        let descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        guard let header = try? Self.read(descriptor, Self.headerBytes, at: 0),
+              let (span, _, _, _) = try? checkHeader(header, fileSize: size, tokens: nil),
+              4 * span.upperBound <= size - Self.headerBytes - Self.checksumBytes,   // ids a garbled header claims: never more than the file
+              let bytes = try? Self.read(descriptor, 4 * span.upperBound, at: Self.headerBytes) else { return nil }
+        return Self.tokenIDs(bytes)
+    }
+
+    /// Little-endian 32-bit token ids.
+    private static func tokenIDs(_ bytes: [UInt8]) -> [Int] {
+        bytes.withUnsafeBytes { raw in
+            (0 ..< bytes.count / 4).map { Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 4 * $0, as: UInt32.self))) }
+        }
+    }
+
+    /// The indexed file whose token ids agree furthest with `tokens[0..<limit]`, if that is
+    /// beyond `above`: its key, how far they agree, and its ids (what its chain is checked
+    /// against). Where two agree equally far, the more recently used wins.
+    func longestMatch(_ tokens: [Int], limit: Int, above: Int) -> (key: PrefixKey, end: Int, tokens: [Int])? {
+        state.withLock { s in
+            var best: (key: PrefixKey, end: Int, tokens: [Int], lastUse: Date)?
+            for (key, file) in s.files {
+                guard let ids = file.tokens else { continue }
+                let stop = min(ids.count, limit)
+                guard stop > above, stop >= best?.end ?? 0 else { continue }   // cannot agree further than the best
+                var agreed = 0
+                while agreed < stop, ids[agreed] == tokens[agreed] { agreed += 1 }
+                if agreed > above, best.map({ agreed > $0.end || (agreed == $0.end && file.lastUse > $0.lastUse) }) ?? true {
+                    best = (key, agreed, ids, file.lastUse)
+                }
+            }
+            return best.map { ($0.key, $0.end, $0.tokens) }
+        }
     }
 
     var statistics: Statistics { state.withLock { $0.statistics } }
@@ -177,7 +221,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
                     throw error
                 }
                 state.withLock { s in
-                    s.files[entry.key] = (data.count, Date())
+                    s.files[entry.key] = (data.count, Date(), encryptionKey == nil ? entry.tokens : nil)
                     s.statistics.writes += 1
                 }
                 evictOverLimit()
@@ -330,7 +374,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
 
     /// Checks a header against the store and the file's size: the span, the parent, the alignment
     /// and the payload's byte count.
-    private func checkHeader(_ bytes: [UInt8], fileSize: Int, tokens: [Int]) throws
+    private func checkHeader(_ bytes: [UInt8], fileSize: Int, tokens: [Int]?) throws
         -> (span: Range<Int>, parent: PrefixKey?, alignment: Int, payloadCount: Int) {
         func invalid(_ reason: String) -> Problem { .invalid(reason) }
         func u32(_ offset: Int) -> Int { Int(Self.littleEndian(bytes[offset ..< offset + 4])) }
@@ -344,7 +388,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
             throw invalid("shape \(u32(12)) layers × \(u32(16)), expected \(layerCount) × \(kvDim)")
         }
         let start = u32(20), end = u32(24)
-        guard start < end, end <= tokens.count else { throw invalid("span \(start)..<\(end) out of range") }
+        guard start < end, end <= tokens?.count ?? Int(Int32.max) else { throw invalid("span \(start)..<\(end) out of range") }
         let alignment = u32(28)
         guard alignment > 0, alignment & (alignment - 1) == 0, alignment <= Self.maximumAlignment else {
             throw invalid("alignment \(alignment) is not a power of two up to \(Self.maximumAlignment)")
@@ -365,12 +409,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         guard PrefixKey.key(fingerprint: fingerprint, littleEndianTokenIDs: bytes) == key else {
             throw Problem.invalid("token ids do not hash to the file's name")
         }
-        let same = bytes.withUnsafeBytes { raw in
-            (0 ..< bytes.count / 4).allSatisfy { i in
-                Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self))) == tokens[i]
-            }
-        }
-        guard same else { throw Problem.otherTokens }
+        guard Self.tokenIDs(bytes).elementsEqual(tokens.prefix(bytes.count / 4)) else { throw Problem.otherTokens }
     }
 
     /// Maps the whole pages of `file`'s rows for positions `from...` over `targets` where the

@@ -9,10 +9,11 @@ extension PrefixStore {
     /// token by token: the rows of position `i` depend on `tokens[0...i]` only, so an entry
     /// another sequence published is used as far as its tokens equal these, whether or not
     /// its end is one of `boundaries` (two sessions whose instructions differ only in their
-    /// last line share every row above it). Then the disk tier, for a longer prefix ending
-    /// at one of `boundaries` (files are found by key, so only whole entries): a file chain
-    /// is decoded straight into the cache (no copy in between; the entries join memory when
-    /// the sequence next publishes).
+    /// last line share every row above it). Then the disk tier, for anything longer: token by
+    /// token too where the files' token ids are indexed (plain files: read when the store opens,
+    /// and on every write), and by key at `boundaries` for the rest (encrypted files, whose ids
+    /// are in the ciphertext). A file chain is decoded straight into the cache (no copy in
+    /// between; the entries join memory when the sequence next publishes).
     /// - Parameters:
     ///   - cache: the sequence's cache, holding `tokens[0..<cache.count]`.
     ///   - tokens: the sequence's tokens.
@@ -30,20 +31,31 @@ extension PrefixStore {
         let candidates = Self.candidates(boundaries, above: have, within: tokens.count)
         guard !candidates.isEmpty, cache.layerCount == layerCount, cache.kvDim == kvDim else { return Restored() }
         let keys = PrefixKey.keys(fingerprint: fingerprint, tokens: tokens, at: candidates)
-        let (chain, matched) = acquireLongestMatch(tokens: tokens, limit: candidates[candidates.count - 1], above: have)
+        let limit = candidates[candidates.count - 1]
+        let (chain, matched) = acquireLongestMatch(tokens: tokens, limit: limit, above: have)
         defer { release(chain) }
         let memoryEnd = max(have, matched)
         // Disk only for more than memory holds; its rows go straight into the cache's scratch
         // rows (beyond `have`, not yet counted), so a failure half-way leaves the cache as it was.
-        var diskEnd = memoryEnd
+        var diskEnd = memoryEnd, diskPartial = false
         if let disk {
-            for (boundary, key) in zip(candidates, keys).reversed() where boundary > memoryEnd && disk.contains(key) {
+            // Token by token where the files' ids are indexed (plain files), as far as they agree;
+            // the rows the file holds beyond that land in scratch rows, overwritten by the pass.
+            if let match = disk.longestMatch(tokens, limit: limit, above: memoryEnd), match.tokens.count <= cache.capacity,
+               (try? cache.reserve(positions: max(match.tokens.count, min(tokens.count, cache.capacity)))) != nil,
+               disk.restore(match.key, tokens: match.tokens, into: cache, from: memoryEnd) {
+                diskEnd = match.end
+                diskPartial = match.end < match.tokens.count
+            }
+            // Then whole entries by key (encrypted files, whose ids only a restore decrypts).
+            for (boundary, key) in zip(candidates, keys).reversed() where boundary > diskEnd && disk.contains(key) {
                 // Room for every token, not just the restored ones: growing after the restore would copy them all.
                 guard (try? cache.reserve(positions: max(boundary, min(tokens.count, cache.capacity)))) != nil else {
                     break   // no room: recompute instead
                 }
                 if disk.restore(key, tokens: tokens, into: cache, from: memoryEnd) {
                     diskEnd = boundary
+                    diskPartial = false
                     break
                 }
             }
@@ -60,7 +72,7 @@ extension PrefixStore {
         }
         cache.append(tokens[have ..< diskEnd])
         let restored = Restored(fromMemory: memoryEnd - have, fromDisk: diskEnd - memoryEnd)
-        let partial = chain.last.map { memoryEnd < $0.end } ?? false
+        let partial = diskEnd > memoryEnd ? diskPartial : chain.last.map { memoryEnd < $0.end } ?? false
         state.withLock { s in
             if restored.fromDisk > 0 { s.statistics.diskHits += 1 } else { s.statistics.memoryHits += 1 }
             if partial { s.statistics.partialHits += 1 }

@@ -7,8 +7,9 @@ import Synchronization
 /// Why it exists: a KV cache row depends on every token before it, so two sessions with the
 /// same instructions compute the same rows, and a relaunched app recomputes a whole
 /// conversation. Sequences *publish* their rows at segment boundaries (the end of the
-/// instructions and tool definitions, the end of each completed turn); a sequence whose
-/// tokens begin with a published prefix *restores* it (copies the rows) instead of computing.
+/// instructions and tool definitions, the end of each completed turn); a sequence *restores*
+/// (copies) the rows of every leading token it shares with a published prefix, as far as the
+/// tokens agree, instead of computing them.
 ///
 /// Entries form a tree: each holds the rows of one span `start ..< end` and names its parent,
 /// the entry of `tokens[0..<start]`, so a shared prefix is stored once however many turns
