@@ -78,6 +78,26 @@ struct PrefixDiskTierTests {
         #expect(logitError <= 1e-4)
     }
 
+    /// A file whose parent was evicted cannot be restored; the next best match is used instead.
+    @Test func restore_fallsBackFromAFileWhoseParentIsGone() throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let a = base.tokens(50, seed: 34), vocabulary = weights.config.vocabSize
+        var b = Array(a.prefix(45))
+        b[30] = (b[30] + 1) % vocabulary
+        try persist(a, boundaries: [20, 50], in: directory)
+        try persist(b, boundaries: [30, 45], in: directory)
+        let store = base.store(directory: directory)
+        let parent = PrefixKey.keys(fingerprint: store.fingerprint, tokens: a, at: [20])[0]
+        try FileManager.default.removeItem(at: directory.appendingPathComponent("\(parent).kvp"))
+        var query = a + [1, 2, 3]
+        query[40] = (query[40] + 1) % vocabulary
+        let relaunched = base.store(directory: directory)
+        let (restored, logitError, _) = try base.restoreAndCompare(relaunched, query, boundaries: [52])
+        #expect(restored == PrefixStore.Restored(fromMemory: 0, fromDisk: 30))   // b's first file, not a's orphan (40)
+        #expect(logitError <= 1e-4 && relaunched.statistics.rejectedFiles == 0)
+    }
+
     /// Rows restored into a ``GrowingKVCache`` (page-aligned blocks) from plain files are mostly
     /// mapped, not copied: bit for bit the rows that were written; private, so writing the cache
     /// never changes a file; independent of the files once restored (they may be removed); and

@@ -157,23 +157,21 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         }
     }
 
-    /// The indexed file whose token ids agree furthest with `tokens[0..<limit]`, if that is
-    /// beyond `above`: its key, how far they agree, and its ids (what its chain is checked
-    /// against). Where two agree equally far, the more recently used wins.
-    func longestMatch(_ tokens: [Int], limit: Int, above: Int) -> (key: PrefixKey, end: Int, tokens: [Int])? {
+    /// The indexed files whose token ids agree furthest with `tokens[0..<limit]`, beyond
+    /// `above`: at most `count` of them, furthest first (then the more recently used), each with
+    /// its key, how far it agrees, and its ids (what its chain is checked against). More than
+    /// one, because a file whose parent was evicted cannot be restored from position `above`.
+    func longestMatches(_ tokens: [Int], limit: Int, above: Int, count: Int = 4) -> [(key: PrefixKey, end: Int, tokens: [Int])] {
         state.withLock { s in
-            var best: (key: PrefixKey, end: Int, tokens: [Int], lastUse: Date)?
+            var found: [(key: PrefixKey, end: Int, tokens: [Int], lastUse: Date)] = []
             for (key, file) in s.files {
-                guard let ids = file.tokens else { continue }
+                guard let ids = file.tokens, min(ids.count, limit) > above else { continue }
                 let stop = min(ids.count, limit)
-                guard stop > above, stop >= best?.end ?? 0 else { continue }   // cannot agree further than the best
                 var agreed = 0
                 while agreed < stop, ids[agreed] == tokens[agreed] { agreed += 1 }
-                if agreed > above, best.map({ agreed > $0.end || (agreed == $0.end && file.lastUse > $0.lastUse) }) ?? true {
-                    best = (key, agreed, ids, file.lastUse)
-                }
+                if agreed > above { found.append((key, agreed, ids, file.lastUse)) }
             }
-            return best.map { ($0.key, $0.end, $0.tokens) }
+            return found.sorted { ($0.end, $0.lastUse) > ($1.end, $1.lastUse) }.prefix(count).map { ($0.key, $0.end, $0.tokens) }
         }
     }
 

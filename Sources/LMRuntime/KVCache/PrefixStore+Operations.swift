@@ -41,11 +41,13 @@ extension PrefixStore {
         if let disk {
             // Token by token where the files' ids are indexed (plain files), as far as they agree;
             // the rows the file holds beyond that land in scratch rows, overwritten by the pass.
-            if let match = disk.longestMatch(tokens, limit: limit, above: memoryEnd), match.tokens.count <= cache.capacity,
-               (try? cache.reserve(positions: max(match.tokens.count, min(tokens.count, cache.capacity)))) != nil,
-               disk.restore(match.key, tokens: match.tokens, into: cache, from: memoryEnd) {
-                diskEnd = match.end
-                diskPartial = match.end < match.tokens.count
+            for match in disk.longestMatches(tokens, limit: limit, above: memoryEnd) where match.tokens.count <= cache.capacity {
+                guard (try? cache.reserve(positions: max(match.tokens.count, min(tokens.count, cache.capacity)))) != nil else { break }
+                if disk.restore(match.key, tokens: match.tokens, into: cache, from: memoryEnd) {
+                    diskEnd = match.end
+                    diskPartial = match.end < match.tokens.count
+                    break
+                }
             }
             // Then whole entries by key (encrypted files, whose ids only a restore decrypts).
             for (boundary, key) in zip(candidates, keys).reversed() where boundary > diskEnd && disk.contains(key) {
