@@ -128,7 +128,10 @@ public struct ScenarioRunner: Sendable {
                                       projector: Projector(config: config, devices: devices),
                                       scenario: scenario.name, onTurn: onTurn)
         try await scenario.body(context)
-        return ScenarioResult(scenario: scenario, turns: context.records)
+        let store = try isolated.loaded().prefixStore
+        let rowBytes = 2 * config.layerCount * config.kvDim * MemoryLayout<Float>.stride
+        return ScenarioResult(scenario: scenario, turns: context.records,
+                              storePositionsHeld: scenario.prefixStore.memoryByteLimit > 0 ? store.statistics.byteCount / rowBytes : nil)
     }
 }
 

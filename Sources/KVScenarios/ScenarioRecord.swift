@@ -42,6 +42,9 @@ public struct ScenarioResult: Sendable {
     public var scenario: Scenario
     /// Its turns, in order.
     public var turns: [ScenarioTurn]
+    /// Positions whose K/V rows the shared prefix store holds in memory when the scenario ends
+    /// (`nil` with the store off). Every position once: entries that part are split where they do.
+    public var storePositionsHeld: Int?
 
     /// Input tokens over all turns.
     public var inputTokens: Int { turns.map(\.input_tokens).reduce(0, +) }
@@ -67,7 +70,8 @@ public struct ScenarioResult: Sendable {
     public var invalidationSummary: String {
         let store = turns.map(\.cached_from_store).reduce(0, +), disk = turns.map(\.cached_from_disk).reduce(0, +)
         guard store + disk > 0 else { return ownCacheSummary }
-        return ownCacheSummary + "; \(store + disk) tokens restored from the shared store (\(disk) from disk)"
+        let held = storePositionsHeld.map { "; it holds \($0) positions' rows" } ?? ""
+        return ownCacheSummary + "; \(store + disk) tokens restored from the shared store (\(disk) from disk)" + held
     }
 
     private var ownCacheSummary: String {

@@ -78,6 +78,30 @@ struct PrefixDiskTierTests {
         #expect(logitError <= 1e-4)
     }
 
+    /// A split in memory writes the head as a file of its own, so the branch published after it
+    /// (whose file names the head as its parent) restores after a relaunch, and so does the
+    /// entry that was split (its file still holds all of its rows).
+    @Test(arguments: [false, true])
+    func restore_aBranchPublishedBySplittingAnEntry(encrypted: Bool) throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = encrypted ? PrefixStore.EncryptionKey.random() : nil
+        let a = base.tokens(40, seed: 35)
+        var b = a
+        b[28] = (b[28] + 1) % weights.config.vocabSize
+        let store = base.store(directory: directory, key: key)
+        store.publish(try base.filled(a, on: base.model), boundaries: [40])
+        store.publish(try base.filled(b, on: base.model), boundaries: [40])
+        store.flush()
+        #expect(store.statistics.splits == 1 && store.statistics.diskWrites == 3 && store.statistics.diskWriteFailures == 0)
+        for sequence in [a, b] {
+            let relaunched = base.store(directory: directory, key: key)
+            let (restored, logitError, rowError) = try base.restoreAndCompare(relaunched, sequence + [1], boundaries: [40])
+            #expect(restored == PrefixStore.Restored(fromMemory: 0, fromDisk: 40))
+            #expect(logitError <= 1e-4 && rowError <= 1e-4 && relaunched.statistics.rejectedFiles == 0)
+        }
+    }
+
     /// A file whose parent was evicted cannot be restored; the next best match is used instead.
     @Test func restore_fallsBackFromAFileWhoseParentIsGone() throws {
         let directory = directory()

@@ -159,6 +159,34 @@ struct PrefixStoreTests {
         }
     }
 
+    /// A prefix that parts from a stored entry inside it splits the entry there: the rows both
+    /// share are held once, and every prefix still restores exactly.
+    @Test(arguments: [25, 20])
+    func publish_splitsAnEntryWhereAnotherPrefixPartsFromIt(agreeing: Int) throws {
+        let store = store()
+        let a = tokens(30, seed: 30)
+        var b = a + tokens(5, seed: 31)
+        b[agreeing] = (b[agreeing] + 1) % weights.config.vocabSize
+        store.publish(try filled(a, on: model), boundaries: [30])
+        #expect(store.pin(a))
+        store.publish(try filled(b, on: model), boundaries: [20, 35])   // at 20: the head itself, or a part of it
+        #expect(store.checkInvariants() == nil)
+        let heads = agreeing > 20 ? [20, agreeing] : [20]
+        #expect(store.statistics.splits == heads.count && store.statistics.entryCount == heads.count + 2)
+        #expect(store.statistics.byteCount == (30 + 35 - agreeing) * rowBytes)   // each position's rows once
+        #expect(store.statistics.pinnedEntryCount == 1)   // the pin moved with the key to a's tail
+        for (sequence, boundaries) in [(a, [30]), (b, [35]), (Array(b.prefix(20)), [20])] {
+            let (restored, logitError, rowError) = try restoreAndCompare(store, sequence + [1], boundaries: boundaries)
+            #expect(restored == PrefixStore.Restored(fromMemory: sequence.count, fromDisk: 0))
+            #expect(logitError <= 1e-4 && rowError <= 1e-4)
+            #expect(store.checkInvariants() == nil && store.statistics.readerCount == 0)
+        }
+        #expect(store.storedPrefixLength(of: b, boundaries: heads) == heads.last)
+        #expect(store.unpin(a) && !store.unpin(a))
+        store.removeAll()
+        #expect(store.statistics.entryCount == 0 && store.checkInvariants() == nil)
+    }
+
     @Test func publish_evictsLeastRecentlyUsedLeavesWithinTheLimit() throws {
         let store = store(limit: 50 * rowBytes)
         let sequences = (0 ..< 4).map { tokens(20, seed: 10 + UInt64($0)) }

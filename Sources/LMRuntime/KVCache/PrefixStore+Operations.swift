@@ -107,7 +107,10 @@ extension PrefixStore {
                     parent = existing
                     continue
                 }
+                // Rows already held for the tokens beyond `parent` are shared, not stored again.
+                parent = deepestSharedEntry(below: parent, tokens: tokens, limit: boundary, splits: &written, in: &s)
                 let start = parent?.end ?? 0
+                if start == boundary { continue }   // a split left an entry ending exactly here
                 guard makeRoom(for: byteCount(positions: boundary - start), keeping: parent, in: &s) else {
                     s.statistics.refusedInsertions += 1
                     return
@@ -125,6 +128,66 @@ extension PrefixStore {
             }
         }
         for entry in written { disk?.write(entry, rows: rowViews(of: entry)) }
+    }
+
+    /// The deepest entry whose tokens are a prefix of `tokens[0..<limit]`, from `parent` (one
+    /// already) down through the children that match whole. A child that matches only part of the
+    /// way is split where the tokens part (see ``split(_:at:in:)``), so the rows both sequences
+    /// share are held once and the new entry extends the shared part; the new head is appended to
+    /// `splits` (it needs a file of its own on disk, as the new entry's parent).
+    /// - Complexity: O(entries) for each level descended, plus the tokens compared.
+    private func deepestSharedEntry(below parent: Entry?, tokens: [Int], limit: Int, splits: inout [Entry],
+                                    in s: inout State) -> Entry? {
+        var parent = parent
+        while true {
+            let start = parent?.end ?? 0
+            guard start < limit, let child = s.entries.values.first(where: {
+                $0.parent == parent?.key && $0.tokens[start] == tokens[start]
+            }) else { return parent }
+            let stop = min(child.end, limit)
+            var matched = start + 1
+            while matched < stop, child.tokens[matched] == tokens[matched] { matched += 1 }
+            s.clock += 1
+            guard matched < child.end else {
+                child.lastUse = s.clock
+                parent = child
+                continue
+            }
+            guard let head = split(child, at: matched, in: &s) else { return parent }
+            head.lastUse = s.clock
+            splits.append(head)
+            return head
+        }
+    }
+
+    /// Replaces `entry` by two: a head holding its rows up to `position` (a new key, the prefix
+    /// `tokens[0..<position]`) and a tail holding the rest under the old key, with the old entry's
+    /// children, pins and last use. The bytes held do not change. A reader still copying from
+    /// the old entry keeps its rows alive (the chain it holds names the old object). Returns
+    /// `nil`, changing nothing, if an entry for the head's prefix exists already.
+    private func split(_ entry: Entry, at position: Int, in s: inout State) -> Entry? {
+        precondition(entry.start < position && position < entry.end, "a split leaves rows on both sides")
+        let headKey = PrefixKey.keys(fingerprint: fingerprint, tokens: entry.tokens, at: [position])[0]
+        guard s.entries[headKey] == nil else { return nil }
+        let head = Entry(key: headKey, parent: entry.parent, tokens: Array(entry.tokens[0 ..< position]), start: entry.start,
+                         rows: FloatBuffer(count: 2 * layerCount * kvDim * (position - entry.start)))
+        let tail = Entry(key: entry.key, parent: headKey, tokens: entry.tokens, start: position,
+                         rows: FloatBuffer(count: 2 * layerCount * kvDim * (entry.end - position)))
+        for layer in 0 ..< layerCount {
+            let (keys, values) = rows(of: entry, layer: layer)
+            let (headKeys, headValues) = rows(of: head, layer: layer), (tailKeys, tailValues) = rows(of: tail, layer: layer)
+            let cut = position - entry.start
+            Kernels.copy(keys.rows(0 ..< cut), into: headKeys)
+            Kernels.copy(values.rows(0 ..< cut), into: headValues)
+            Kernels.copy(keys.rows(cut ..< keys.rows), into: tailKeys)
+            Kernels.copy(values.rows(cut ..< values.rows), into: tailValues)
+        }
+        (head.lastUse, head.children) = (entry.lastUse, 1)
+        (tail.lastUse, tail.children, tail.pins) = (entry.lastUse, entry.children, entry.pins)
+        s.entries[headKey] = head
+        s.entries[entry.key] = tail
+        s.statistics.splits += 1
+        return head
     }
 
     /// Keeps the entry for exactly `tokens` (and so its ancestors) from eviction until as many

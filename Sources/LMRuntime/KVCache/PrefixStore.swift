@@ -13,12 +13,14 @@ import Synchronization
 ///
 /// Entries form a tree: each holds the rows of one span `start ..< end` and names its parent,
 /// the entry of `tokens[0..<start]`, so a shared prefix is stored once however many turns
-/// extend it. An entry is keyed by ``PrefixKey`` (SHA-256 over the model fingerprint and
+/// extend it. Publishing a prefix that parts from a stored entry inside it splits that entry
+/// where the tokens part (a radix tree), so two sessions whose instructions differ only in
+/// their last line hold the rows above it once. An entry is keyed by ``PrefixKey`` (SHA-256 over the model fingerprint and
 /// `tokens[0..<end]`) and checked token for token before use.
 ///
 /// Invariants (checked by ``checkInvariants()``): the bytes held never exceed
 /// ``Configuration/memoryByteLimit``; every entry's parent is present, so a chain always
-/// reaches position 0; pinned entries, entries with children and entries being read are
+/// reaches position 0; the children of one entry begin with different tokens; pinned entries, entries with children and entries being read are
 /// never evicted; eviction takes the least recently used of the rest.
 ///
 /// Why copies and not shared blocks: a hit copies rows into the sequence's own cache
@@ -102,6 +104,9 @@ public final class PrefixStore: Sendable {
         /// Restores whose rows from memory end inside a stored entry: where its tokens stop
         /// matching, or at the restore's last boundary (see ``PrefixStore/restore(into:tokens:boundaries:)``).
         public var partialHits = 0
+        /// Entries split in two because a sequence published a prefix that parts from theirs
+        /// inside them: the shared rows stay in one entry instead of being stored again.
+        public var splits = 0
         /// Entries evicted from memory, and insertions refused because pinned or busy entries
         /// left no room.
         public var evictions = 0, refusedInsertions = 0
@@ -247,6 +252,10 @@ public final class PrefixStore: Sendable {
             for entry in s.entries.values {
                 let children = s.entries.values.filter { $0.parent == entry.key }.count
                 if children != entry.children { return "an entry counts \(entry.children) children, has \(children)" }
+            }
+            var firstTokens: [PrefixKey?: Set<Int>] = [:]   // of each parent's children
+            for entry in s.entries.values where !firstTokens[entry.parent, default: []].insert(entry.tokens[entry.start]).inserted {
+                return "two entries extending the same parent start with the same token (rows held twice)"
             }
             return nil
         }
