@@ -28,6 +28,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case generationSchema = "generation-schema"
     /// A LoRA adapter (GGUF); one made for `tiny` is merged into its weights, which run a step.
     case loraAdapter = "lora-adapter"
+    /// Not a file: a program of prefix-store operations (publish, restore, pin, unpin, clear) on
+    /// prefixes that share starts, in a store small enough to evict and refuse. After every
+    /// operation the store's invariants must hold, and every restore must give a fresh prefill's rows.
+    case prefixStoreOperations = "prefix-store-operations"
 
     /// Runs one input.
     public func run(_ data: Data) {
@@ -42,6 +46,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .generatedContent: Self.generatedContent(data)
         case .generationSchema: Self.generationSchema(data)
         case .loraAdapter: Self.loraAdapter(data)
+        case .prefixStoreOperations: Self.prefixStoreOperations(data)
         }
     }
 

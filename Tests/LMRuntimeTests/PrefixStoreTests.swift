@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 @testable import LMRuntime
 import LMTestSupport
 import Testing
@@ -185,6 +186,37 @@ struct PrefixStoreTests {
         #expect(store.unpin(a) && !store.unpin(a))
         store.removeAll()
         #expect(store.statistics.entryCount == 0 && store.checkInvariants() == nil)
+    }
+
+    /// Splits while other threads restore through the entries being split: every restore still
+    /// gets all the rows, exactly (a reader copies from the entry object it acquired, which the
+    /// split leaves alive), and the tree stays valid.
+    @Test func publish_splitsWhileOtherThreadsRestoreThroughTheSameEntries() throws {
+        let store = store(), model = model
+        let a = tokens(40, seed: 36)
+        store.publish(try filled(a, on: model), boundaries: [40])
+        let variants = (1 ..< 40).reversed().map { k in   // each parts from `a` one token earlier
+            var v = a
+            v[k] = (v[k] + 1) % weights.config.vocabSize
+            return v
+        }
+        let results = Mutex<[(restored: Int, error: Float)]>([])
+        DispatchQueue.concurrentPerform(iterations: 3) { worker in
+            if worker == 0 {
+                for v in variants { store.publish(try! filled(v, on: model), boundaries: [40]) }
+                return
+            }
+            for _ in 0 ..< 20 {
+                let cache = emptyCache()
+                let restored = store.restore(into: cache, tokens: a + [1], boundaries: [40]).fromMemory
+                let error = (try? cache.deviationFromFreshPrefill(model).maxRelativeError) ?? .infinity
+                results.withLock { $0.append((restored, error)) }
+            }
+        }
+        #expect(results.withLock { $0.allSatisfy { $0.restored == 40 && $0.error <= 1e-4 } })
+        #expect(store.statistics.splits == 39 && store.statistics.readerCount == 0)
+        #expect(store.statistics.byteCount == (40 + (1 ... 39).reduce(0, +)) * rowBytes)   // variant k adds rows k..<40 only
+        #expect(store.checkInvariants() == nil)
     }
 
     @Test func publish_evictsLeastRecentlyUsedLeavesWithinTheLimit() throws {
