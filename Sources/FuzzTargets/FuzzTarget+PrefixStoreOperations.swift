@@ -15,8 +15,8 @@ extension FuzzTarget {
     ///
     /// The store holds at most 40 positions' rows, so publishes evict and, beside pins, are refused.
     static func prefixStoreOperations(_ data: Data) {
-        guard let weights = storeWeights else { return }
-        let config = weights.config, model = Transformer(weights: weights)
+        guard let weights = storeWeights, let model = storeModel else { return }
+        let config = weights.config
         let rowBytes = 2 * config.layerCount * config.kvDim * MemoryLayout<Float>.stride
         let store = PrefixStore(weights: weights, configuration: .memoryOnly(memoryByteLimit: 40 * rowBytes))
         var input = data.makeIterator()
@@ -72,6 +72,10 @@ extension FuzzTarget {
             }
         }
     }
+
+    /// The store fuzz model's transformer, made once (its scratch is per transformer), with
+    /// batches as long as the operations' sequences.
+    static let storeModel = storeWeights.map { Transformer(weights: $0, maxBatch: 24) }
 
     /// Traps unless `cache`'s rows equal `fresh`'s within a small relative tolerance (the two
     /// came from passes over different batches, so their sums may round differently).

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 @testable import LMRuntime
 import LMTestSupport
 import Testing
@@ -200,7 +199,7 @@ struct PrefixStoreTests {
             v[k] = (v[k] + 1) % weights.config.vocabSize
             return v
         }
-        let results = Mutex<[(restored: Int, error: Float)]>([])
+        let results = Locked<[(restored: Int, error: Float)]>([])
         DispatchQueue.concurrentPerform(iterations: 3) { worker in
             if worker == 0 {
                 for v in variants { store.publish(try! filled(v, on: model), boundaries: [40]) }

@@ -93,7 +93,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     let layerCount: Int, kvDim: Int
     let byteLimit: Int
     let encryptionKey: PrefixStore.EncryptionKey?
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let queue = DispatchQueue(label: "LMRuntime.PrefixDiskTier")
 
     /// Opens (creating it, mode 0700) `directory`, removes temporary files left by interrupted
@@ -255,7 +255,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         }
         let targets = (0 ..< layerCount).map { [cache.keys(layer: $0), cache.values(layer: $0)] }
         let mapped = chain.map { mapPages(of: $0, into: targets, from: from) }   // one thread: it changes the address space
-        let failures = Mutex<[(PrefixKey, String)]>([])
+        let failures = Locked<[(PrefixKey, String)]>([])
         let claimed = Atomic<Int>(0)
         Kernels.parallelWorkers(min(chain.count, Kernels.threadCount)) { _ in
             while case let i = claimed.add(1, ordering: .relaxed).oldValue, i < chain.count {

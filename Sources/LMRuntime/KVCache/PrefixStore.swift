@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// K/V rows of token prefixes, shared by every sequence on one model and, with a directory,
 /// kept across launches.
@@ -160,7 +159,7 @@ public final class PrefixStore: Sendable {
     public let layerCount: Int, kvDim: Int
     /// The limits and directory.
     public let configuration: Configuration
-    let state = Mutex(State())
+    let state = Locked(State())
     let disk: PrefixDiskTier?
 
     /// A store for rows of the model with `fingerprint` and shape `layerCount × kvDim`.

@@ -1,0 +1,19 @@
+import Foundation
+
+/// A value behind a lock, for the prefix store's state: the same `withLock` as `Mutex`, over an
+/// `NSLock` (a pthread mutex). ThreadSanitizer sees a pthread mutex's ordering; it does not see
+/// `Synchronization.Mutex`'s on Linux (a futex inside the uninstrumented standard library), and
+/// reports every access made under one as a race, which would hide a real one among them.
+final class Locked<Value>: @unchecked Sendable {   // `value` is touched only while `lock` is held
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    /// Runs `body` on the value with the lock held.
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
