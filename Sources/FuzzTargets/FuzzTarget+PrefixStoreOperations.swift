@@ -15,10 +15,11 @@ extension FuzzTarget {
     ///
     /// The store holds at most 40 positions' rows, so publishes evict and, beside pins, are refused.
     static func prefixStoreOperations(_ data: Data) {
-        guard let weights = storeWeights, let model = storeModel else { return }
+        guard let weights = storeWeights, let model = storeModel, let fingerprint = storeFingerprint else { return }
         let config = weights.config
         let rowBytes = 2 * config.layerCount * config.kvDim * MemoryLayout<Float>.stride
-        let store = PrefixStore(weights: weights, configuration: .memoryOnly(memoryByteLimit: 40 * rowBytes))
+        let store = PrefixStore(fingerprint: fingerprint, layerCount: config.layerCount, kvDim: config.kvDim,
+                                configuration: .memoryOnly(memoryByteLimit: 40 * rowBytes))
         var input = data.makeIterator()
         func sequence() -> (tokens: [Int], boundaries: [Int])? {
             guard let length = input.next().map({ 1 + Int($0) % 24 }) else { return nil }
