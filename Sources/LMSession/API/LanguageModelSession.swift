@@ -1,7 +1,6 @@
 import Foundation
 import LMRuntime
 import Observation
-import Synchronization
 
 /// A conversation with a language model that reuses its KV cache exactly between requests.
 ///
@@ -37,8 +36,8 @@ public final class LanguageModelSession: Sendable, Observable {
 
     let languageModel: any LanguageModel
     let source: AnyDynamicProfile
-    let state: Mutex<State>
-    private let engineSlot = Mutex<SessionEngine?>(nil)
+    let state: Locked<State>
+    private let engineSlot = Locked<SessionEngine?>(nil)
     private let registrar = ObservationRegistrar()
 
     /// Changes the state under its lock, telling observers of `keyPath`.
@@ -50,7 +49,7 @@ public final class LanguageModelSession: Sendable, Observable {
     init(model: any LanguageModel, source: AnyDynamicProfile, history: [Transcript.Entry]) {
         languageModel = model
         self.source = source
-        state = Mutex(State(history: history))
+        state = Locked(State(history: history))
     }
 
     // MARK: Creating a session

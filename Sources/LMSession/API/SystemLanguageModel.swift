@@ -1,6 +1,5 @@
 import Foundation
 import LMRuntime
-import Synchronization
 
 /// The on-device model simulation: a bundled config (synthetic weights), a llama2.c checkpoint or a GGUF file.
 ///
@@ -21,7 +20,7 @@ public final class SystemLanguageModel: LanguageModel {
     private let precision: WeightPrecision?
     /// Merged into the float32 weights when they load, before ``precision`` applies.
     let adapter: Adapter?
-    private let cache = Mutex<Result<Loaded, ModelLoadError>?>(nil)
+    private let cache = Locked<Result<Loaded, ModelLoadError>?>(nil)
 
     /// The loaded model and the fingerprint of its float32 weights before any adapter.
     private struct Loaded: Sendable {

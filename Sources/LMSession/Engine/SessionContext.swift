@@ -1,10 +1,10 @@
-import Synchronization
+import LMRuntime
 
 /// The session state visible to profile code during one request.
 final class SessionContext: Sendable {
-    let properties: Mutex<LanguageModelSession.SessionPropertyValues>
+    let properties: Locked<LanguageModelSession.SessionPropertyValues>
 
-    init(_ values: LanguageModelSession.SessionPropertyValues) { properties = Mutex(values) }
+    init(_ values: LanguageModelSession.SessionPropertyValues) { properties = Locked(values) }
 
     /// The context of the request running in this task (`nil` outside requests).
     @TaskLocal static var current: SessionContext?
