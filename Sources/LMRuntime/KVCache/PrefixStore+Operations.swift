@@ -85,13 +85,15 @@ extension PrefixStore {
     }
 
     /// Stores the rows of `cache` up to each of `boundaries` that is not stored yet, each entry
-    /// extending the previous boundary's; with a disk tier, new entries are written in the
+    /// extending the deepest stored entry its tokens begin with (splitting one they part from
+    /// inside, so shared rows are held once); with a disk tier, new entries are written in the
     /// background. A boundary the byte limit has no room for (all else pinned or in use) is
     /// not stored, nor are the ones after it.
     /// - Parameters:
     ///   - cache: the sequence's cache.
     ///   - boundaries: ascending positions within `cache.count` (segment ends).
-    /// - Complexity: O(`cache.count`) to hash, plus copying the new rows.
+    /// - Complexity: O(`cache.count`) to hash, plus copying the new rows; below the last boundary
+    ///   already stored, O(entries) for each entry descended, and a split copies that entry's rows.
     public func publish(_ cache: some KVCache, boundaries: [Int]) {
         let tokens = cache.tokens
         let candidates = Self.candidates(boundaries, above: 0, within: tokens.count)
