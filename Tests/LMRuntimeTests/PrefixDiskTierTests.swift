@@ -420,6 +420,96 @@ struct PrefixDiskTierTests {
         #expect(files(in: directory).isEmpty && store.statistics.entryCount == 0)
     }
 
+    /// Each file's size, by name.
+    func sizes(in directory: URL) throws -> [String: Int] {
+        try Dictionary(uniqueKeysWithValues: files(in: directory).map { name in
+            let path = directory.appendingPathComponent(name).path
+            return (name, try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber).intValue)
+        })
+    }
+
+    /// The file name of the entry for `tokens[0..<end]`.
+    func fileName(_ tokens: [Int], _ end: Int) -> String {
+        "\(PrefixKey.keys(fingerprint: ModelFingerprint(weights), tokens: tokens, at: [end])[0]).kvp"
+    }
+
+    /// Sets the last use (modification time) of the file for each `tokens[0..<end]` to `minutes` ago.
+    func age(_ files: [(minutes: Int, tokens: [Int], end: Int)], in directory: URL) throws {
+        for file in files {
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -60 * Double(file.minutes))],
+                                                  ofItemAtPath: directory.appendingPathComponent(fileName(file.tokens, file.end)).path)
+        }
+    }
+
+    /// Over the byte limit, the file evicted is the least recently used *leaf*: the older
+    /// conversation loses its second span, not its first (the least recently used file), which
+    /// the second needs and which alone still restores 20 tokens; every other chain stays whole. The index of parents is built when
+    /// the store opens (the files were written by earlier stores), encrypted files included.
+    @Test(arguments: [false, true])
+    func write_evictsTheOldestLeafSoNoChainLosesItsStart(encrypted: Bool) throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = encrypted ? PrefixStore.EncryptionKey.random() : nil
+        let a = base.tokens(40, seed: 50), b = base.tokens(40, seed: 51), c = base.tokens(20, seed: 52)
+        try persist(a, boundaries: [20, 40], in: directory, key: key)
+        try persist(b, boundaries: [20, 40], in: directory, key: key)
+        try age([(40, a, 20), (30, a, 40), (20, b, 20), (10, b, 40)], in: directory)   // as if an hour apart, each parent older
+        let held = try sizes(in: directory).values.reduce(0, +), newFile = try #require(try sizes(in: directory)[fileName(a, 20)])
+        let store = PrefixStore(weights: weights, configuration: .persistent(
+            in: directory, diskByteLimit: held + newFile - 1, encryptionKey: key))
+        store.publish(try base.filled(c, on: base.model), boundaries: [20])
+        store.flush()
+        #expect(store.statistics.diskEvictions == 1 && store.statistics.diskByteCount <= held + newFile - 1)
+        #expect(Set(files(in: directory)) == [fileName(a, 20), fileName(b, 20), fileName(b, 40), fileName(c, 20)])
+        let relaunched = base.store(directory: directory, key: key)
+        for (tokens, expected) in [(a, 20), (b, 40), (c, 20)] {
+            let (restored, logitError, _) = try base.restoreAndCompare(relaunched, tokens + [1], boundaries: [20, 40])
+            #expect(restored == PrefixStore.Restored(fromMemory: 0, fromDisk: expected) && logitError <= 1e-4)
+        }
+    }
+
+    /// A file whose parent is gone (removed here, as a rejected file is) goes before any leaf,
+    /// even a less recently used one: without its parent's tokens in memory it cannot be restored.
+    @Test func write_evictsAFileWhoseParentIsGoneFirst() throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let a = base.tokens(40, seed: 53), b = base.tokens(40, seed: 54), c = base.tokens(20, seed: 55)
+        try persist(a, boundaries: [20, 40], in: directory)
+        try persist(b, boundaries: [20, 40], in: directory)
+        try FileManager.default.removeItem(at: directory.appendingPathComponent(fileName(b, 20)))
+        try age([(40, a, 20), (30, a, 40), (10, b, 40)], in: directory)   // a's leaf older than b's orphan
+        let held = try sizes(in: directory).values.reduce(0, +), newFile = try #require(try sizes(in: directory)[fileName(a, 20)])
+        let store = PrefixStore(weights: weights, configuration: .persistent(in: directory, diskByteLimit: held + newFile - 1))
+        store.publish(try base.filled(c, on: base.model), boundaries: [20])
+        store.flush()
+        #expect(store.statistics.diskEvictions == 1)
+        #expect(Set(files(in: directory)) == [fileName(a, 20), fileName(a, 40), fileName(c, 20)])
+        #expect(try base.restoreAndCompare(base.store(directory: directory), a + [1], boundaries: [40]).restored.fromDisk == 40)
+    }
+
+    /// Files whose (garbled) headers name each other as parents are no leaves, yet the byte limit
+    /// still holds: once no leaf is left, the least recently used file goes.
+    @Test func write_keepsItsByteLimitWhenFilesNameEachOtherAsParents() throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let a = base.tokens(40, seed: 56), b = base.tokens(40, seed: 57)
+        try persist(a, boundaries: [20, 40], in: directory)
+        try persist(b, boundaries: [20, 40], in: directory)
+        for first in [a, b] { try FileManager.default.removeItem(at: directory.appendingPathComponent(fileName(first, 20))) }
+        for (file, parent) in [(a, b), (b, a)] {
+            let url = directory.appendingPathComponent(fileName(file, 40))
+            var data = try Data(contentsOf: url)
+            data.replaceSubrange(64 ..< 96, with: PrefixKey.keys(fingerprint: ModelFingerprint(weights), tokens: parent, at: [40])[0].bytes)
+            try data.write(to: url)
+        }
+        let limit = try sizes(in: directory).values.min()! - 1
+        let store = PrefixStore(weights: weights, configuration: .persistent(in: directory, diskByteLimit: limit))
+        store.publish(try base.filled(base.tokens(20, seed: 58), on: base.model), boundaries: [20])
+        store.flush()
+        #expect(store.statistics.diskByteCount <= limit && files(in: directory).isEmpty)
+        #expect(store.statistics.diskEvictions == 3)
+    }
+
     /// A directory that stops taking files after the store opened it (deleted here; a full disk
     /// fails the same call): writes fail and are reported, nothing crashes, memory keeps working.
     @Test func write_failuresAreReportedAndTheStoreKeepsWorkingInMemory() throws {

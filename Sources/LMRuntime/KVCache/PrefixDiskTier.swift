@@ -73,10 +73,20 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         var lastError: String?
     }
 
+    /// What the index knows of one entry file.
+    private struct IndexedFile {
+        var bytes: Int
+        /// When it was last written or read.
+        var lastUse: Date
+        /// The entry its header names as its parent (`nil`: it starts at position 0, or its
+        /// header does not fit this store).
+        var parent: PrefixKey?
+        /// (Plain files) the token ids of its whole prefix, for matching token by token (`nil`: not known).
+        var tokens: [Int]?
+    }
+
     private struct State {
-        /// Every entry file: its size, when it was last written or read, and (plain files) the
-        /// token ids of its whole prefix, for matching token by token (`nil`: not known).
-        var files: [PrefixKey: (bytes: Int, lastUse: Date, tokens: [Int]?)] = [:]
+        var files: [PrefixKey: IndexedFile] = [:]
         var statistics = Statistics()
     }
 
@@ -128,26 +138,29 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
             guard let key = Self.key(fromFileName: name),
                   let attributes = try? fm.attributesOfItem(atPath: url.path) else { continue }   // not ours: left alone
             let size = (attributes[.size] as? NSNumber)?.intValue ?? 0
-            s.files[key] = (size, attributes[.modificationDate] as? Date ?? .distantPast, indexedTokens(of: url, size: size))
+            let (parent, tokens) = indexedHeader(of: url, size: size)
+            s.files[key] = IndexedFile(bytes: size, lastUse: attributes[.modificationDate] as? Date ?? .distantPast,
+                                       parent: parent, tokens: tokens)
         }
         state.withLock { $0 = s }
         updateCounts()
     }
 
-    /// The token ids a plain entry file says it holds, read from its header and payload (a
-    /// few KB), for the index; `nil` for encrypted stores (their ids are inside the ciphertext)
-    /// and for files whose header does not fit this store. Nothing is validated here: a restore
-    /// checks the whole file before using it.
-    private func indexedTokens(of url: URL, size: Int) -> [Int]? {
-        guard encryptionKey == nil, size >= Self.headerBytes + Self.checksumBytes else { return nil }
+    /// What an entry file's header says, for the index: the parent it names, and (plain files)
+    /// the token ids it holds, read from the payload (a few KB); `nil` where the header does not
+    /// fit this store, and token ids `nil` for encrypted stores (they are inside the ciphertext).
+    /// Nothing is validated here: a restore checks the whole file before using it.
+    private func indexedHeader(of url: URL, size: Int) -> (parent: PrefixKey?, tokens: [Int]?) {
+        guard size >= Self.headerBytes + Self.checksumBytes else { return (nil, nil) }
         let descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
+        guard descriptor >= 0 else { return (nil, nil) }
         defer { close(descriptor) }
         guard let header = try? Self.read(descriptor, Self.headerBytes, at: 0),
-              let (span, _, _, _) = try? checkHeader(header, fileSize: size, tokens: nil),
+              let (span, parent, _, _) = try? checkHeader(header, fileSize: size, tokens: nil) else { return (nil, nil) }
+        guard encryptionKey == nil,
               4 * span.upperBound <= size - Self.headerBytes - Self.checksumBytes,   // ids a garbled header claims: never more than the file
-              let bytes = try? Self.read(descriptor, 4 * span.upperBound, at: Self.headerBytes) else { return nil }
-        return Self.tokenIDs(bytes)
+              let bytes = try? Self.read(descriptor, 4 * span.upperBound, at: Self.headerBytes) else { return (parent, nil) }
+        return (parent, Self.tokenIDs(bytes))
     }
 
     /// Little-endian 32-bit token ids.
@@ -219,7 +232,8 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
                     throw error
                 }
                 state.withLock { s in
-                    s.files[entry.key] = (data.count, Date(), encryptionKey == nil ? entry.tokens : nil)
+                    s.files[entry.key] = IndexedFile(bytes: data.count, lastUse: Date(), parent: entry.parent,
+                                                     tokens: encryptionKey == nil ? entry.tokens : nil)
                     s.statistics.writes += 1
                 }
                 evictOverLimit()
@@ -562,12 +576,23 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         updateCounts()
     }
 
-    /// Removes least recently used files until the directory is within the byte limit.
+    /// Removes files until the directory is within the byte limit. A file is needed by every file
+    /// that names it as parent (a restore reads a chain back to where the cache or memory has the
+    /// tokens), so, as the memory tier does, eviction takes leaves: first, least recently used
+    /// first, the files whose parent is gone (they can only be restored over their parent's tokens
+    /// held in memory: never after a relaunch), then the files no other file names as its parent.
+    /// A chain on disk thus loses its last span first and never its first one (the instructions,
+    /// which every conversation that shares them needs). Should only files naming one another be
+    /// left (garbled headers), the least recently used of all goes.
     private func evictOverLimit() {
         while true {
             let victim: PrefixKey? = state.withLock { s in
                 guard s.files.values.map(\.bytes).reduce(0, +) > byteLimit else { return nil }
-                return s.files.min { $0.value.lastUse < $1.value.lastUse }?.key
+                let parents = Set(s.files.compactMap { key, file in file.parent == key ? nil : file.parent })
+                let orphans = s.files.filter { $0.value.parent.map { s.files[$0] == nil } ?? false }
+                let leaves = s.files.filter { !parents.contains($0.key) }
+                let oldest = { (files: [PrefixKey: IndexedFile]) in files.min { $0.value.lastUse < $1.value.lastUse }?.key }
+                return oldest(orphans) ?? oldest(leaves) ?? oldest(s.files)
             }
             guard let victim else { return }
             remove(victim)

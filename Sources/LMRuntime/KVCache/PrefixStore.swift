@@ -35,7 +35,8 @@ public final class PrefixStore: Sendable {
         /// Where entries persist across launches (`nil`: memory only). The store keeps this
         /// directory to itself: it creates it (mode 0700) and writes only its own files there.
         public var directory: URL?
-        /// Most bytes of entry files on disk.
+        /// Most bytes of entry files on disk. Eviction takes the least recently used file whose
+        /// parent is gone, else the least recently used file no other file names as its parent.
         public var diskByteLimit: Int
         /// Encrypts entry files at rest (AES-GCM) when set; a file that does not open under
         /// the current key is a miss, removed and reported.
