@@ -43,12 +43,12 @@ struct PrefixDiskTierTests {
         #expect(third.restored == PrefixStore.Restored(fromMemory: 60, fromDisk: 0))
     }
 
-    /// After a relaunch, plain files are matched token by token too (their ids are indexed when the
-    /// store opens): a query that differs inside a stored entry restores the rows before the
-    /// difference from disk, the file's rows beyond it only filling scratch. Encrypted files hide
-    /// their ids, so there only whole entries at the request's boundaries are found.
+    /// After a relaunch, files are matched token by token too (their ids are indexed when the
+    /// store opens; an encrypted file's ids box is opened for that, not its rows): a query that
+    /// differs inside a stored entry restores the rows before the difference from disk, the file's
+    /// rows beyond it only filling scratch.
     @Test(arguments: [false, true])
-    func restore_inANewStoreMatchesPlainFilesTokenByToken(encrypted: Bool) throws {
+    func restore_inANewStoreMatchesFilesTokenByToken(encrypted: Bool) throws {
         let directory = directory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let key = encrypted ? PrefixStore.EncryptionKey.random() : nil
@@ -57,8 +57,8 @@ struct PrefixDiskTierTests {
         var other = sequence
         other[37] = (other[37] + 1) % weights.config.vocabSize     // differs inside the second file
         let cases: [(tokens: [Int], boundaries: [Int], restored: Int, partial: Bool)] = [
-            (other, [20, 55], encrypted ? 20 : 37, !encrypted),
-            (sequence, [30], encrypted ? 0 : 30, !encrypted),    // never past the last boundary (20 is not one here)
+            (other, [20, 55], 37, true),
+            (sequence, [30], 30, true),                          // never past the last boundary (20 is not one here)
             (sequence, [20, 50, 55], 50, false),                 // a whole chain either way
         ]
         for c in cases {
@@ -74,7 +74,7 @@ struct PrefixDiskTierTests {
         // A session's own cache already holding part of the prefix: the disk fills in the rest.
         let relaunched = base.store(directory: directory, key: key)
         let (restored, logitError, _) = try base.restoreAndCompare(relaunched, other, boundaries: [20, 55], have: 10)
-        #expect(restored == PrefixStore.Restored(fromMemory: 0, fromDisk: (encrypted ? 20 : 37) - 10))
+        #expect(restored == PrefixStore.Restored(fromMemory: 0, fromDisk: 37 - 10))
         #expect(logitError <= 1e-4)
     }
 
@@ -378,6 +378,26 @@ struct PrefixDiskTierTests {
         #expect(try base.restoreAndCompare(other, sequence + [1], boundaries: [30]).restored.total == 0)
         #expect(other.statistics.rejectedFiles == 1 && files(in: directory).isEmpty)
         #expect(throws: PrefixStoreError.invalidEncryptionKey(byteCount: 5)) { try PrefixStore.EncryptionKey(bytes: [1, 2, 3, 4, 5]) }
+    }
+
+    /// An encrypted file's header is authenticated: a file naming another parent (with a checksum
+    /// to match) is rejected as not decrypting, and the chain restores up to it.
+    @Test func encryption_rejectsAFileWhoseHeaderWasChanged() throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = PrefixStore.EncryptionKey.random()
+        let sequence = base.tokens(40, seed: 59)
+        try persist(sequence, boundaries: [20, 40], in: directory, key: key)
+        let url = directory.appendingPathComponent(fileName(sequence, 40))
+        let data = try Data(contentsOf: url)
+        var body = Data(data.prefix(data.count - 8))
+        body.replaceSubrange(64 ..< 96, with: PrefixKey.keys(fingerprint: ModelFingerprint(weights), tokens: base.tokens(20, seed: 60), at: [20])[0].bytes)
+        let checksum = Kernels.checksum(body, 0 ..< body.count)
+        try (body + Data((0 ..< 8).map { UInt8(truncatingIfNeeded: checksum >> (8 * $0)) })).write(to: url)
+        let relaunched = base.store(directory: directory, key: key)
+        #expect(try base.restoreAndCompare(relaunched, sequence + [1], boundaries: [20, 40]).restored.fromDisk == 20)
+        #expect(relaunched.statistics.rejectedFiles == 1 && !FileManager.default.fileExists(atPath: url.path))
+        #expect(relaunched.statistics.lastDiskError?.contains("does not decrypt") == true)
     }
 
     /// An encrypted file whose header and checksum agree on a payload of the wrong size is refused

@@ -10,10 +10,10 @@ extension PrefixStore {
     /// another sequence published is used as far as its tokens equal these, whether or not
     /// its end is one of `boundaries` (two sessions whose instructions differ only in their
     /// last line share every row above it). Then the disk tier, for anything longer: token by
-    /// token too where the files' token ids are indexed (plain files: read when the store opens,
-    /// and on every write), and by key at `boundaries` for the rest (encrypted files, whose ids
-    /// are in the ciphertext). A file chain is decoded straight into the cache (no copy in
-    /// between; the entries join memory when the sequence next publishes).
+    /// token too, by the files' token ids (indexed when the store opens, and on every write),
+    /// and by key at `boundaries` for files whose ids the index could not read (such a file is
+    /// checked, and removed if invalid). A file chain is decoded straight into the cache (no copy
+    /// in between; the entries join memory when the sequence next publishes).
     /// - Parameters:
     ///   - cache: the sequence's cache, holding `tokens[0..<cache.count]`.
     ///   - tokens: the sequence's tokens.
@@ -39,7 +39,7 @@ extension PrefixStore {
         // rows (beyond `have`, not yet counted), so a failure half-way leaves the cache as it was.
         var diskEnd = memoryEnd, diskPartial = false
         if let disk {
-            // Token by token where the files' ids are indexed (plain files), as far as they agree;
+            // Token by token by the files' indexed ids, as far as they agree;
             // the rows the file holds beyond that land in scratch rows, overwritten by the pass.
             for match in disk.longestMatches(tokens, limit: limit, above: memoryEnd) where match.tokens.count <= cache.capacity {
                 guard (try? cache.reserve(positions: max(match.tokens.count, min(tokens.count, cache.capacity)))) != nil else { break }
@@ -49,7 +49,7 @@ extension PrefixStore {
                     break
                 }
             }
-            // Then whole entries by key (encrypted files, whose ids only a restore decrypts).
+            // Then whole entries by key: files whose ids the index could not read (checked now, removed if invalid).
             for (boundary, key) in zip(candidates, keys).reversed() where boundary > diskEnd && disk.contains(key) {
                 // Room for every token, not just the restored ones: growing after the restore would copy them all.
                 guard (try? cache.reserve(positions: max(boundary, min(tokens.count, cache.capacity)))) != nil else {
