@@ -34,6 +34,10 @@ extension ScenarioCatalog {
                  title: "Turn 1: a warm turn before the relaunch; turn 2: after it, K/V restored from disk") { c in
             try await relaunchFromDisk(c)
         },
+        Scenario(name: "relaunch-disk-encrypted", group: 12,
+                 title: "The same with the files encrypted (AES-GCM): decrypted and read on relaunch, not mapped") { c in
+            try await relaunchFromDisk(c, encryptionKey: .random())
+        },
     ]
 
     /// Ten short generations, one per error type, then a summary: each in a new session with the
@@ -71,14 +75,15 @@ extension ScenarioCatalog {
 
     /// The app before the relaunch computes the conversation (prewarm) and runs a turn, with the
     /// store persisted in a directory; after the relaunch (a new model and store on the same
-    /// directory: nothing in memory), the rehydrated session's first turn.
-    static func relaunchFromDisk(_ c: ScenarioContext) async throws {
+    /// directory: nothing in memory), the rehydrated session's first turn. With `encryptionKey`
+    /// both launches encrypt the store's files with it.
+    static func relaunchFromDisk(_ c: ScenarioContext, encryptionKey: PrefixStore.EncryptionKey? = nil) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kvbench-relaunch-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let loaded = try c.model.loaded()
         func launch() throws -> SystemLanguageModel {
             SystemLanguageModel(try LoadedModel(weights: loaded.weights, tokenizer: loaded.tokenizer, name: loaded.name,
-                                                prefixStore: .persistent(in: directory)))
+                                                prefixStore: .persistent(in: directory, encryptionKey: encryptionKey)))
         }
         let before = try launch()
         let session = LanguageModelSession(model: before, transcript: try longConversation(c))
