@@ -79,8 +79,9 @@ struct PrefixDiskTierTests {
     }
 
     /// A split in memory writes the head as a file of its own, so the branch published after it
-    /// (whose file names the head as its parent) restores after a relaunch, and so does the
-    /// entry that was split (its file still holds all of its rows).
+    /// (whose file names the head as its parent) restores after a relaunch, and rewrites the split
+    /// entry's file as its tail (the rows past the head, the head as its parent): the disk holds
+    /// the shared rows once, as memory does, and both branches still restore whole.
     @Test(arguments: [false, true])
     func restore_aBranchPublishedBySplittingAnEntry(encrypted: Bool) throws {
         let directory = directory()
@@ -93,7 +94,12 @@ struct PrefixDiskTierTests {
         store.publish(try base.filled(a, on: base.model), boundaries: [40])
         store.publish(try base.filled(b, on: base.model), boundaries: [40])
         store.flush()
-        #expect(store.statistics.splits == 1 && store.statistics.diskWrites == 3 && store.statistics.diskWriteFailures == 0)
+        #expect(store.statistics.splits == 1 && store.statistics.diskWrites == 4 && store.statistics.diskWriteFailures == 0)
+        let header = try Data(contentsOf: directory.appendingPathComponent(fileName(a, 40))).prefix(96)
+        #expect(header[20 ..< 24].elementsEqual([28, 0, 0, 0]))   // starts where b parts from a
+        #expect(header[64 ..< 96].elementsEqual(PrefixKey.keys(fingerprint: ModelFingerprint(weights), tokens: a, at: [28])[0].bytes))
+        let sizes = try sizes(in: directory)
+        #expect(sizes.count == 3 && sizes[fileName(a, 40)] == sizes[fileName(b, 40)])   // two tails of 12 rows
         for sequence in [a, b] {
             let relaunched = base.store(directory: directory, key: key)
             let (restored, logitError, rowError) = try base.restoreAndCompare(relaunched, sequence + [1], boundaries: [40])

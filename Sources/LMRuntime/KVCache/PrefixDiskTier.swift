@@ -86,7 +86,9 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         /// The entry its header names as its parent (`nil`: it starts at position 0, or its
         /// header does not fit this store).
         var parent: PrefixKey?
-        /// (Plain files) the token ids of its whole prefix, for matching token by token (`nil`: not known).
+        /// The first position whose rows it holds (`nil`: not known).
+        var start: Int?
+        /// The token ids of its whole prefix, for matching token by token (`nil`: not known).
         var tokens: [Int]?
     }
 
@@ -146,33 +148,33 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
             guard let key = Self.key(fromFileName: name),
                   let attributes = try? fm.attributesOfItem(atPath: url.path) else { continue }   // not ours: left alone
             let size = (attributes[.size] as? NSNumber)?.intValue ?? 0
-            let (parent, tokens) = indexedHeader(of: url, size: size)
+            let (parent, start, tokens) = indexedHeader(of: url, size: size)
             s.files[key] = IndexedFile(bytes: size, lastUse: attributes[.modificationDate] as? Date ?? .distantPast,
-                                       parent: parent, tokens: tokens)
+                                       parent: parent, start: start, tokens: tokens)
         }
         state.withLock { $0 = s }
         updateCounts()
     }
 
-    /// What an entry file's header says, for the index: the parent it names, and the token ids it
-    /// holds, read from the payload (a few KB; an encrypted file's ids box is opened, which also
-    /// authenticates the header); `nil` where the header does not fit this store, and ids `nil`
-    /// where they cannot be read. Nothing else is checked here: a restore checks the whole file
-    /// before using it.
-    private func indexedHeader(of url: URL, size: Int) -> (parent: PrefixKey?, tokens: [Int]?) {
-        guard size >= Self.headerBytes + Self.checksumBytes else { return (nil, nil) }
+    /// What an entry file's header says, for the index: the parent it names, where its span
+    /// starts, and the token ids it holds, read from the payload (a few KB; an encrypted file's ids
+    /// box is opened, which also authenticates the header); `nil` where the header does not fit
+    /// this store, and ids `nil` where they cannot be read. Nothing else is checked here: a restore
+    /// checks the whole file before using it.
+    private func indexedHeader(of url: URL, size: Int) -> (parent: PrefixKey?, start: Int?, tokens: [Int]?) {
+        guard size >= Self.headerBytes + Self.checksumBytes else { return (nil, nil, nil) }
         let descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return (nil, nil) }
+        guard descriptor >= 0 else { return (nil, nil, nil) }
         defer { close(descriptor) }
         guard let header = try? Self.read(descriptor, Self.headerBytes, at: 0),
-              let (span, parent, _, _) = try? checkHeader(header, fileSize: size, tokens: nil) else { return (nil, nil) }
+              let (span, parent, _, _) = try? checkHeader(header, fileSize: size, tokens: nil) else { return (nil, nil, nil) }
         let idsBytes = 4 * span.upperBound + (encryptionKey == nil ? 0 : Self.sealOverhead)
         guard idsBytes <= size - Self.headerBytes - Self.checksumBytes,   // ids a garbled header claims: never more than the file
               let bytes = try? Self.read(descriptor, idsBytes, at: Self.headerBytes),
               let ids = encryptionKey == nil ? Data(bytes) : try? unseal(Data(bytes), authenticating: Data(header)) else {
-            return (parent, nil)
+            return (parent, span.lowerBound, nil)
         }
-        return (parent, Self.tokenIDs([UInt8](ids)))
+        return (parent, span.lowerBound, Self.tokenIDs([UInt8](ids)))
     }
 
     /// Little-endian 32-bit token ids.
@@ -225,37 +227,60 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
                 state.withLock { $0.files[entry.key]?.lastUse = now }
                 return
             }
-            do {
-                let data = try encode(entry, rows: rows)
-                let url = fileURL(entry.key)
-                let temporary = directory.appendingPathComponent("\(Self.temporaryPrefix)\(UUID().uuidString).\(Self.fileExtension)")
-                guard FileManager.default.createFile(atPath: temporary.path, contents: nil,
-                                                     attributes: [.posixPermissions: 0o600]) else {
-                    throw PrefixStoreError.directoryUnusable(path: directory.path, reason: "cannot create a file")
-                }
-                do {
-                    let handle = try FileHandle(forWritingTo: temporary)
-                    defer { try? handle.close() }
-                    try handle.write(contentsOf: data)
-                    try handle.synchronize()
-                    try Self.rename(temporary, to: url)
-                } catch {
-                    try? FileManager.default.removeItem(at: temporary)
-                    throw error
-                }
-                state.withLock { s in
-                    s.files[entry.key] = IndexedFile(bytes: data.count, lastUse: Date(), parent: entry.parent, tokens: entry.tokens)
-                    s.statistics.writes += 1
-                }
-                evictOverLimit()
-            } catch {
-                state.withLock { s in
-                    s.statistics.writeFailures += 1
-                    s.statistics.lastError = "writing entry \(entry.key): \(error)"
-                }
-            }
-            updateCounts()
+            store(entry, rows: rows)
         }
+    }
+
+    /// After a split in memory, replaces in the background the file of the entry that was split
+    /// (holding its rows from its old start) by one of `tail`, the rest, whose parent is the head
+    /// written just before: so the disk, too, holds the rows the two branches share once. Nothing
+    /// is written unless the split entry's file is there and starts before the tail (else there is
+    /// nothing to shrink) and so is the head's (else the tail could not be read). The rename is
+    /// atomic: a reader opens the old file or the new one, each valid, and a mapping of the old
+    /// one keeps its pages.
+    func shrink(to tail: PrefixStore.Entry, rows: [Matrix]) {
+        queue.async { [self] in
+            guard let head = tail.parent, state.withLock({ s in
+                s.files[head] != nil && s.files[tail.key].map { ($0.start ?? 0) < tail.start } == true
+            }) else { return }
+            store(tail, rows: rows)
+        }
+    }
+
+    /// Writes `entry`'s file atomically (temporary file, then rename) and indexes it; a failure
+    /// is counted and reported. On `queue`.
+    private func store(_ entry: PrefixStore.Entry, rows: [Matrix]) {
+        do {
+            let data = try encode(entry, rows: rows)
+            let url = fileURL(entry.key)
+            let temporary = directory.appendingPathComponent("\(Self.temporaryPrefix)\(UUID().uuidString).\(Self.fileExtension)")
+            guard FileManager.default.createFile(atPath: temporary.path, contents: nil,
+                                                 attributes: [.posixPermissions: 0o600]) else {
+                throw PrefixStoreError.directoryUnusable(path: directory.path, reason: "cannot create a file")
+            }
+            do {
+                let handle = try FileHandle(forWritingTo: temporary)
+                defer { try? handle.close() }
+                try handle.write(contentsOf: data)
+                try handle.synchronize()
+                try Self.rename(temporary, to: url)
+            } catch {
+                try? FileManager.default.removeItem(at: temporary)
+                throw error
+            }
+            state.withLock { s in
+                s.files[entry.key] = IndexedFile(bytes: data.count, lastUse: Date(), parent: entry.parent,
+                                                 start: entry.start, tokens: entry.tokens)
+                s.statistics.writes += 1
+            }
+            evictOverLimit()
+        } catch {
+            state.withLock { s in
+                s.statistics.writeFailures += 1
+                s.statistics.lastError = "writing entry \(entry.key): \(error)"
+            }
+        }
+        updateCounts()
     }
 
     /// Validates the file of `key` and its ancestors back to position `from`, writing their rows

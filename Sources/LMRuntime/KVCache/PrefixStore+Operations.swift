@@ -87,7 +87,7 @@ extension PrefixStore {
     /// Stores the rows of `cache` up to each of `boundaries` that is not stored yet, each entry
     /// extending the deepest stored entry its tokens begin with (splitting one they part from
     /// inside, so shared rows are held once); with a disk tier, new entries are written in the
-    /// background. A boundary the byte limit has no room for (all else pinned or in use) is
+    /// background, and the file of an entry that was split is rewritten as its tail. A boundary the byte limit has no room for (all else pinned or in use) is
     /// not stored, nor are the ones after it.
     /// - Parameters:
     ///   - cache: the sequence's cache.
@@ -99,7 +99,7 @@ extension PrefixStore {
         let candidates = Self.candidates(boundaries, above: 0, within: tokens.count)
         guard !candidates.isEmpty, cache.layerCount == layerCount, cache.kvDim == kvDim else { return }
         let keys = PrefixKey.keys(fingerprint: fingerprint, tokens: tokens, at: candidates)
-        var written: [Entry] = []
+        var written: [Entry] = [], tails: [Entry] = []
         state.withLock { s in
             var parent: Entry?
             for (boundary, key) in zip(candidates, keys) {
@@ -110,7 +110,7 @@ extension PrefixStore {
                     continue
                 }
                 // Rows already held for the tokens beyond `parent` are shared, not stored again.
-                parent = deepestSharedEntry(below: parent, tokens: tokens, limit: boundary, splits: &written, in: &s)
+                parent = deepestSharedEntry(below: parent, tokens: tokens, limit: boundary, heads: &written, tails: &tails, in: &s)
                 let start = parent?.end ?? 0
                 if start == boundary { continue }   // a split left an entry ending exactly here
                 guard makeRoom(for: byteCount(positions: boundary - start), keeping: parent, in: &s) else {
@@ -130,16 +130,18 @@ extension PrefixStore {
             }
         }
         for entry in written { disk?.write(entry, rows: rowViews(of: entry)) }
+        for tail in tails { disk?.shrink(to: tail, rows: rowViews(of: tail)) }   // after their heads' files
     }
 
     /// The deepest entry whose tokens are a prefix of `tokens[0..<limit]`, from `parent` (one
     /// already) down through the children that match whole. A child that matches only part of the
     /// way is split where the tokens part (see ``split(_:at:in:)``), so the rows both sequences
     /// share are held once and the new entry extends the shared part; the new head is appended to
-    /// `splits` (it needs a file of its own on disk, as the new entry's parent).
+    /// `heads` (it needs a file of its own on disk, as the new entry's parent) and the tail to
+    /// `tails` (its file, which holds the rows from the old start, is rewritten without the head's).
     /// - Complexity: O(entries) for each level descended, plus the tokens compared.
-    private func deepestSharedEntry(below parent: Entry?, tokens: [Int], limit: Int, splits: inout [Entry],
-                                    in s: inout State) -> Entry? {
+    private func deepestSharedEntry(below parent: Entry?, tokens: [Int], limit: Int, heads: inout [Entry],
+                                    tails: inout [Entry], in s: inout State) -> Entry? {
         var parent = parent
         while true {
             let start = parent?.end ?? 0
@@ -155,9 +157,10 @@ extension PrefixStore {
                 parent = child
                 continue
             }
-            guard let head = split(child, at: matched, in: &s) else { return parent }
+            guard let (head, tail) = split(child, at: matched, in: &s) else { return parent }
             head.lastUse = s.clock
-            splits.append(head)
+            heads.append(head)
+            tails.append(tail)
             return head
         }
     }
@@ -167,7 +170,7 @@ extension PrefixStore {
     /// children, pins and last use. The bytes held do not change. A reader still copying from
     /// the old entry keeps its rows alive (the chain it holds names the old object). Returns
     /// `nil`, changing nothing, if an entry for the head's prefix exists already.
-    private func split(_ entry: Entry, at position: Int, in s: inout State) -> Entry? {
+    private func split(_ entry: Entry, at position: Int, in s: inout State) -> (head: Entry, tail: Entry)? {
         precondition(entry.start < position && position < entry.end, "a split leaves rows on both sides")
         let headKey = PrefixKey.keys(fingerprint: fingerprint, tokens: entry.tokens, at: [position])[0]
         guard s.entries[headKey] == nil else { return nil }
@@ -189,7 +192,7 @@ extension PrefixStore {
         s.entries[headKey] = head
         s.entries[entry.key] = tail
         s.statistics.splits += 1
-        return head
+        return (head, tail)
     }
 
     /// Keeps the entry for exactly `tokens` (and so its ancestors) from eviction until as many
