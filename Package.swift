@@ -27,7 +27,9 @@ let package = Package(
         ),
         // The elementwise kernels with AVX2+FMA bodies chosen at run time (no build flags needed).
         .target(name: "CKernels"),
-        .target(name: "LMRuntime", dependencies: ["COpenBLAS", "CKernels", .product(name: "Crypto", package: "swift-crypto")]),
+        // Atomic writes into directories other processes may share (both disk tiers).
+        .target(name: "AtomicFiles"),
+        .target(name: "LMRuntime", dependencies: ["COpenBLAS", "CKernels", "AtomicFiles", .product(name: "Crypto", package: "swift-crypto")]),
         // @Generable and @Guide (guided generation), built with swift-syntax.
         .macro(
             name: "LMSessionMacros",
@@ -37,7 +39,7 @@ let package = Package(
             ]
         ),
         .target(name: "LMSession", dependencies: ["LMRuntime", "ResponseCache", "LMSessionMacros"]),
-        .target(name: "ResponseCache", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "ResponseCache", dependencies: ["AtomicFiles", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "KVScenarios", dependencies: ["LMSession", "LMRuntime", "ResponseCache"]),
         // Fuzzing: the entry points (replayed by the tests), libFuzzer's weak bridge, and the driver.
         .target(name: "FuzzTargets", dependencies: ["LMRuntime", "LMSession", "ResponseCache"]),

@@ -1,3 +1,4 @@
+import AtomicFiles
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -23,8 +24,10 @@ enum DiskTierError: Error, CustomStringConvertible {
     }
 }
 
-/// One file per entry in a directory of its own, written atomically (temp file + rename),
-/// bounded in bytes with oldest-first (least recently used) eviction.
+/// One file per entry in a directory of its own, written atomically (``AtomicFile``: temp file,
+/// then renamed), bounded in bytes with oldest-first (least recently used) eviction.
+/// Keeps no index: every count and eviction lists the directory, so processes sharing it (an
+/// app and its extensions) see each other's entries and hold the byte limit together.
 final class DiskTier<Value: Codable & Sendable> {
     let directory: URL
     let byteLimit: Int
@@ -32,22 +35,21 @@ final class DiskTier<Value: Codable & Sendable> {
     static var suffix: String { ".entry.json" }
     static var temporaryMarker: String { ".tmp-" }
 
-    /// Opens (creating, mode 0700) `directory`; removes temp files a crash left behind.
+    /// Opens (creating, mode 0700) `directory`; removes temp files whose writer is gone (killed
+    /// mid-write), never one another process is writing.
     /// - Throws: ``DiskTierError/unusable(_:reason:)`` when the directory cannot be created or written.
     init(directory: URL, byteLimit: Int) throws {
         self.directory = directory
         self.byteLimit = byteLimit
         do {
             try fm.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            let probe = directory.appendingPathComponent("\(Self.temporaryMarker)probe")
+            let probe = directory.appendingPathComponent(AtomicFile.temporaryName(marker: Self.temporaryMarker))
             try Data("probe".utf8).write(to: probe)
             try fm.removeItem(at: probe)
         } catch {
             throw DiskTierError.unusable(directory.path, reason: "\(error.localizedDescription)")
         }
-        for name in (try? fm.contentsOfDirectory(atPath: directory.path)) ?? [] where name.contains(Self.temporaryMarker) {
-            try? fm.removeItem(at: directory.appendingPathComponent(name))
-        }
+        AtomicFile.removeAbandonedTemporaryFiles(in: directory, marker: Self.temporaryMarker)
     }
 
     private func file(_ digest: String) -> URL { directory.appendingPathComponent(digest + Self.suffix) }
@@ -64,26 +66,16 @@ final class DiskTier<Value: Codable & Sendable> {
         return .success(envelope)
     }
 
-    /// Writes an entry atomically (a private temporary file, mode 0600 before any byte is in
-    /// it, then a rename), then evicts the least recently used files over the byte limit.
+    /// Writes an entry atomically (``AtomicFile/write(_:to:stem:marker:durable:)``), then evicts the least
+    /// recently used files over the byte limit.
     /// - Returns: how many files were evicted.
     func write(_ envelope: Envelope<Value>) throws -> Int {
         let data = try JSONEncoder().encode(envelope)
-        let temporary = directory.appendingPathComponent("\(envelope.key.digest)\(Self.temporaryMarker)\(UUID().uuidString)")
-        guard fm.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-            throw DiskTierError.unusable(directory.path, reason: "cannot create a file")
-        }
         do {
-            let handle = try FileHandle(forWritingTo: temporary)
-            defer { try? handle.close() }
-            try handle.write(contentsOf: data)
+            _ = try AtomicFile.write(data, to: file(envelope.key.digest), stem: envelope.key.digest, marker: Self.temporaryMarker,
+                                  durable: false)   // a cache: an entry torn by a power loss fails to decode and is removed
         } catch {
-            try? fm.removeItem(at: temporary)
-            throw error
-        }
-        guard rename(temporary.path, file(envelope.key.digest).path) == 0 else {
-            try? fm.removeItem(at: temporary)
-            throw DiskTierError.unusable(directory.path, reason: "rename failed (errno \(errno))")
+            throw DiskTierError.unusable(directory.path, reason: error.description)
         }
         return evictOverLimit()
     }

@@ -1,3 +1,4 @@
+import AtomicFiles
 import CKernels
 import Crypto
 import Foundation
@@ -90,11 +91,15 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         var start: Int?
         /// The token ids of its whole prefix, for matching token by token (`nil`: not known).
         var tokens: [Int]?
+        /// The file's inode number: a file replaced since (renamed over) has another.
+        var inode: UInt64
     }
 
     private struct State {
         var files: [PrefixKey: IndexedFile] = [:]
         var statistics = Statistics()
+        /// The directory's modification time at the last scan and when that scan began (ns since 1970).
+        var lastScan: (changed: Int, began: Int)?
     }
 
     static let magic: [UInt8] = Array("KVPX".utf8)
@@ -116,8 +121,8 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     private let state = Locked(State())
     private let queue = DispatchQueue(label: "LMRuntime.PrefixDiskTier")
 
-    /// Opens (creating it, mode 0700) `directory`, removes temporary files left by interrupted
-    /// writes, and indexes the entry files.
+    /// Opens (creating it, mode 0700) `directory`, removes temporary files left by writers that
+    /// are gone (killed mid-write; never one a live process is writing), and indexes the entry files.
     /// - Throws: ``PrefixStoreError/directoryUnusable(path:reason:)``.
     init(directory: URL, fingerprint: ModelFingerprint, layerCount: Int, kvDim: Int, byteLimit: Int,
          encryptionKey: PrefixStore.EncryptionKey?) throws {
@@ -137,31 +142,78 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         guard fm.isWritableFile(atPath: directory.path) else {
             throw PrefixStoreError.directoryUnusable(path: directory.path, reason: "not writable")
         }
-        let names = (try? fm.contentsOfDirectory(atPath: directory.path)) ?? []
-        var s = State()
-        for name in names {
-            let url = directory.appendingPathComponent(name)
-            if name.hasPrefix(Self.temporaryPrefix) {
-                if (try? fm.removeItem(at: url)) != nil { s.statistics.removedTemporaryFiles += 1 }
+        synchronize()
+    }
+
+    /// Brings the index up to date with the directory, which other processes may write and evict
+    /// in too (an app and its extensions sharing an app-group container): files not in the index
+    /// are indexed from their headers, files replaced since (another inode: a tail rewrite) are
+    /// indexed again, files gone are dropped, each file's last use becomes the later of the
+    /// index's and its modification time (another process's restores touch it), and temporary
+    /// files whose writer is gone are removed. A `stat` per file, headers only for new ones.
+    /// Nothing is listed while the directory is as it was at the last scan: the same
+    /// modification time, and that scan began over a second after it (two changes in one clock
+    /// tick leave the time as the first one set it).
+    private func synchronize() {
+        var status = stat()
+        guard stat(directory.path, &status) == 0 else { return }
+        let changed = Self.modified(status), began = Self.nanoseconds(Date())
+        if let last = state.withLock({ $0.lastScan }), last.changed == changed, last.began - changed > 1_000_000_000 { return }
+        let known = state.withLock { $0.files.mapValues(\.inode) }
+        var listed: [PrefixKey: (inode: UInt64, bytes: Int, modified: Date, header: IndexedHeader?)] = [:]
+        var removedTemporary = 0
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] {
+            let path = directory.appendingPathComponent(name).path
+            if AtomicFile.isTemporary(name, marker: Self.temporaryPrefix) {
+                if AtomicFile.isAbandoned(name, marker: Self.temporaryPrefix), unlink(path) == 0 { removedTemporary += 1 }
                 continue
             }
-            guard let key = Self.key(fromFileName: name),
-                  let attributes = try? fm.attributesOfItem(atPath: url.path) else { continue }   // not ours: left alone
-            let size = (attributes[.size] as? NSNumber)?.intValue ?? 0
-            let (parent, start, tokens) = indexedHeader(of: url, size: size)
-            s.files[key] = IndexedFile(bytes: size, lastUse: attributes[.modificationDate] as? Date ?? .distantPast,
-                                       parent: parent, start: start, tokens: tokens)
+            guard let key = Self.key(fromFileName: name), lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+                continue   // not ours: left alone
+            }
+            let inode = UInt64(status.st_ino), bytes = Int(status.st_size)
+            let header = known[key] == inode ? nil : indexedHeader(of: URL(fileURLWithPath: path), size: bytes)
+            listed[key] = (inode, bytes, Date(timeIntervalSince1970: Double(Self.modified(status)) / 1e9), header)
         }
-        state.withLock { $0 = s }
+        let scanStart = Date(timeIntervalSince1970: Double(began) / 1e9)
+        state.withLock { s in
+            for (key, file) in listed {
+                if let header = file.header {
+                    s.files[key] = IndexedFile(bytes: file.bytes, lastUse: file.modified, parent: header.parent,
+                                               start: header.start, tokens: header.tokens, inode: file.inode)
+                } else if s.files[key]?.inode == file.inode {
+                    s.files[key]!.bytes = file.bytes
+                    s.files[key]!.lastUse = max(s.files[key]!.lastUse, file.modified)
+                }
+            }
+            // Gone from the directory, unless this store wrote or used it after the listing began.
+            s.files = s.files.filter { listed[$0.key] != nil || $0.value.lastUse >= scanStart }
+            s.statistics.removedTemporaryFiles += removedTemporary
+            s.lastScan = (changed, began)
+        }
         updateCounts()
     }
+
+    /// A `stat`'s modification time, in nanoseconds since 1970.
+    private static func modified(_ status: stat) -> Int {
+        #if canImport(Darwin)
+        let time = status.st_mtimespec
+        #else
+        let time = status.st_mtim
+        #endif
+        return Int(time.tv_sec) * 1_000_000_000 + Int(time.tv_nsec)
+    }
+    private static func nanoseconds(_ date: Date) -> Int { Int(date.timeIntervalSince1970 * 1e9) }
+
+    /// What the index takes from a file's header (``indexedHeader(of:size:)``).
+    private typealias IndexedHeader = (parent: PrefixKey?, start: Int?, tokens: [Int]?)
 
     /// What an entry file's header says, for the index: the parent it names, where its span
     /// starts, and the token ids it holds, read from the payload (a few KB; an encrypted file's ids
     /// box is opened, which also authenticates the header); `nil` where the header does not fit
     /// this store, and ids `nil` where they cannot be read. Nothing else is checked here: a restore
     /// checks the whole file before using it.
-    private func indexedHeader(of url: URL, size: Int) -> (parent: PrefixKey?, start: Int?, tokens: [Int]?) {
+    private func indexedHeader(of url: URL, size: Int) -> IndexedHeader {
         guard size >= Self.headerBytes + Self.checksumBytes else { return (nil, nil, nil) }
         let descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return (nil, nil, nil) }
@@ -189,7 +241,8 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     /// its key, how far it agrees, and its ids (what its chain is checked against). More than
     /// one, because a file whose parent was evicted cannot be restored from position `above`.
     func longestMatches(_ tokens: [Int], limit: Int, above: Int, count: Int = 4) -> [(key: PrefixKey, end: Int, tokens: [Int])] {
-        state.withLock { s in
+        synchronize()   // files another process wrote since
+        return state.withLock { s in
             var found: [(key: PrefixKey, end: Int, tokens: [Int], lastUse: Date)] = []
             for (key, file) in s.files {
                 guard let ids = file.tokens, min(ids.count, limit) > above else { continue }
@@ -252,25 +305,10 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     private func store(_ entry: PrefixStore.Entry, rows: [Matrix]) {
         do {
             let data = try encode(entry, rows: rows)
-            let url = fileURL(entry.key)
-            let temporary = directory.appendingPathComponent("\(Self.temporaryPrefix)\(UUID().uuidString).\(Self.fileExtension)")
-            guard FileManager.default.createFile(atPath: temporary.path, contents: nil,
-                                                 attributes: [.posixPermissions: 0o600]) else {
-                throw PrefixStoreError.directoryUnusable(path: directory.path, reason: "cannot create a file")
-            }
-            do {
-                let handle = try FileHandle(forWritingTo: temporary)
-                defer { try? handle.close() }
-                try handle.write(contentsOf: data)
-                try handle.synchronize()
-                try Self.rename(temporary, to: url)
-            } catch {
-                try? FileManager.default.removeItem(at: temporary)
-                throw error
-            }
+            let written = try AtomicFile.write(data, to: fileURL(entry.key), marker: Self.temporaryPrefix, durable: true)
             state.withLock { s in
-                s.files[entry.key] = IndexedFile(bytes: data.count, lastUse: Date(), parent: entry.parent,
-                                                 start: entry.start, tokens: entry.tokens)
+                s.files[entry.key] = IndexedFile(bytes: written.bytes, lastUse: Date(), parent: entry.parent,
+                                                 start: entry.start, tokens: entry.tokens, inode: written.inode)
                 s.statistics.writes += 1
             }
             evictOverLimit()
@@ -636,6 +674,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     /// which every conversation that shares them needs). Should only files naming one another be
     /// left (garbled headers), the least recently used of all goes.
     private func evictOverLimit() {
+        synchronize()   // the limit holds for the directory, whoever wrote its files
         while true {
             let victim: PrefixKey? = state.withLock { s in
                 guard s.files.values.map(\.bytes).reduce(0, +) > byteLimit else { return nil }
@@ -660,12 +699,5 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
 
     private static func append<T: FixedWidthInteger>(_ value: T, to data: inout Data) {
         data.append(contentsOf: (0 ..< MemoryLayout<T>.size).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) })
-    }
-
-    private static func rename(_ from: URL, to: URL) throws {
-        guard Foundation.rename(from.path, to.path) == 0 else {
-            throw PrefixStoreError.directoryUnusable(path: to.deletingLastPathComponent().path,
-                                                     reason: "rename failed (errno \(errno))")
-        }
     }
 }

@@ -32,8 +32,10 @@ public final class PrefixStore: Sendable {
     public struct Configuration: Sendable {
         /// Most bytes of K/V rows held in memory.
         public var memoryByteLimit: Int
-        /// Where entries persist across launches (`nil`: memory only). The store keeps this
-        /// directory to itself: it creates it (mode 0700) and writes only its own files there.
+        /// Where entries persist across launches (`nil`: memory only). The store creates it
+        /// (mode 0700) and writes only its own files there; stores in other processes (an app's
+        /// extensions, in an app-group container) may share it, with the same key, each seeing
+        /// the others' files and the byte limit holding for the directory as a whole.
         public var directory: URL?
         /// Most bytes of entry files on disk. Eviction takes the least recently used file whose
         /// parent is gone, else the least recently used file no other file names as its parent.
