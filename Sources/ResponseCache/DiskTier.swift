@@ -54,30 +54,47 @@ final class DiskTier<Value: Codable & Sendable> {
 
     private func file(_ digest: String) -> URL { directory.appendingPathComponent(digest + Self.suffix) }
 
-    /// Reads an entry; a truncated or garbled file is removed and reported.
-    func read(_ digest: String) -> Result<Envelope<Value>?, DiskTierError> {
+    /// Reads an entry and the inode of the file it came from; a truncated or garbled file is
+    /// removed and reported.
+    func read(_ digest: String) -> Result<(envelope: Envelope<Value>, inode: UInt64)?, DiskTierError> {
         let url = file(digest)
-        guard let data = fm.contents(atPath: url.path) else { return .success(nil) }
+        guard let handle = FileHandle(forReadingAtPath: url.path) else { return .success(nil) }
+        defer { try? handle.close() }
+        var status = stat()
+        guard fstat(handle.fileDescriptor, &status) == 0, let data = try? handle.readToEnd() else { return .success(nil) }
         guard let envelope = try? JSONDecoder().decode(Envelope<Value>.self, from: data), envelope.key.digest == digest else {
             try? fm.removeItem(at: url)
             return .failure(.corrupt(url.lastPathComponent))
         }
-        try? fm.setAttributes([.modificationDate: Date()], ofItemAtPath: url.path)   // LRU: touched on use
-        return .success(envelope)
+        touch(digest)   // LRU: touched on use
+        return .success((envelope, UInt64(status.st_ino)))
     }
+
+    /// The inode of `digest`'s file (`nil`: there is none). A file another process wrote since
+    /// (replaced by rename) has another; one it invalidated or evicted is gone.
+    func inode(_ digest: String) -> UInt64? {
+        var status = stat()
+        return stat(file(digest).path, &status) == 0 ? UInt64(status.st_ino) : nil
+    }
+
+    /// Marks `digest`'s file as used now, for the least-recently-used eviction.
+    func touch(_ digest: String) { utimes(file(digest).path, nil) }
 
     /// Writes an entry atomically (``AtomicFile/write(_:to:stem:marker:durable:)``), then evicts the least
     /// recently used files over the byte limit.
-    /// - Returns: how many files were evicted.
-    func write(_ envelope: Envelope<Value>) throws -> Int {
+    /// - Returns: how many files were evicted, and the new file's inode (`nil` when it was evicted
+    ///   at once: larger than the limit allows).
+    func write(_ envelope: Envelope<Value>) throws -> (evicted: Int, inode: UInt64?) {
         let data = try JSONEncoder().encode(envelope)
+        let written: AtomicFile.Written
         do {
-            _ = try AtomicFile.write(data, to: file(envelope.key.digest), stem: envelope.key.digest, marker: Self.temporaryMarker,
-                                  durable: false)   // a cache: an entry torn by a power loss fails to decode and is removed
+            written = try AtomicFile.write(data, to: file(envelope.key.digest), stem: envelope.key.digest, marker: Self.temporaryMarker,
+                                           durable: false)   // a cache: an entry torn by a power loss fails to decode and is removed
         } catch {
             throw DiskTierError.unusable(directory.path, reason: error.description)
         }
-        return evictOverLimit()
+        let evicted = evictOverLimit()
+        return (evicted, inode(envelope.key.digest) == written.inode ? written.inode : nil)
     }
 
     func remove(_ digest: String) { try? fm.removeItem(at: file(digest)) }

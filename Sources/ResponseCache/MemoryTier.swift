@@ -7,6 +7,9 @@ struct MemoryTier<Value: Sendable> {
         var value: Value
         var created: Date
         var bytes: Int
+        /// The inode of the disk tier's file this value is also in, and when this process last
+        /// marked that file as used (`nil`: not on disk).
+        var file: (inode: UInt64, touched: Date)? = nil
     }
 
     let entryLimit: Int
@@ -38,6 +41,11 @@ struct MemoryTier<Value: Sendable> {
             evicted += 1
         }
         return evicted
+    }
+
+    /// Records which disk file (inode) holds `digest`'s value, and when it was last marked as used.
+    mutating func setFile(_ digest: String, _ file: (inode: UInt64, touched: Date)?) {
+        entries[digest]?.file = file
     }
 
     mutating func remove(_ digest: String) {

@@ -190,7 +190,7 @@ public actor ResponseCache<Value: Codable & Sendable> {
     /// A valid cached answer without counting it (memory first, then disk, promoted on a hit).
     private func peek(_ key: CacheKey) -> CacheAnswer<Value>? {
         let now = clock.now
-        if let entry = memory.get(key.digest) {
+        if let entry = memory.get(key.digest), stillOnDisk(entry) {
             if isExpired(entry.created, now) { invalidate(key: key); return nil }
             return CacheAnswer(value: entry.value, origin: .memory, isStale: isStale(entry.created, now), generatedAt: entry.created)
         }
@@ -202,10 +202,10 @@ public actor ResponseCache<Value: Codable & Sendable> {
             metrics.lastDiskError = "\(error)"
             metrics.bytesOnDisk = disk.byteCount
             return nil
-        case let .success(envelope?):
+        case let .success((envelope, inode)?):
             if isExpired(envelope.created, now) { invalidate(key: key); return nil }
             metrics.evictions += memory.put(.init(key: envelope.key, value: envelope.value, created: envelope.created,
-                                                  bytes: encodedSize(envelope.value)))
+                                                  bytes: encodedSize(envelope.value), file: (inode, now)))
             return CacheAnswer(value: envelope.value, origin: .disk, isStale: isStale(envelope.created, now),
                                generatedAt: envelope.created)
         }
@@ -216,13 +216,35 @@ public actor ResponseCache<Value: Codable & Sendable> {
         metrics.evictions += memory.put(.init(key: key, value: value, created: now, bytes: encodedSize(value)))
         guard let disk else { return }
         do {
-            metrics.evictions += try disk.write(Envelope(key: key, created: now, value: value))
+            let (evicted, inode) = try disk.write(Envelope(key: key, created: now, value: value))
+            metrics.evictions += evicted
             metrics.bytesOnDisk = disk.byteCount
+            memory.setFile(key.digest, inode.map { ($0, now) })
         } catch {
             // The disk went away: keep serving from memory and say why.
             metrics.lastDiskError = "\(error)"
             self.disk = nil
         }
+    }
+
+    /// Whether a memory entry still stands for what the directory holds, which other processes
+    /// sharing it (an app and its extensions) may have invalidated, evicted or regenerated: its
+    /// file must still be there, the same file (inode). If not, the entry leaves memory and the
+    /// lookup goes on to the disk. An entry the disk never kept is answered from memory alone.
+    /// A file in use is marked as used at most once a minute, so the disk's least-recently-used
+    /// eviction spares what memory serves.
+    private func stillOnDisk(_ entry: MemoryTier<Value>.Entry) -> Bool {
+        guard let disk, let file = entry.file else { return true }
+        guard disk.inode(entry.key.digest) == file.inode else {
+            memory.remove(entry.key.digest)
+            return false
+        }
+        let now = clock.now
+        if now.timeIntervalSince(file.touched) > 60 || now < file.touched {
+            disk.touch(entry.key.digest)
+            memory.setFile(entry.key.digest, (file.inode, now))
+        }
+        return true
     }
 
     private func encodedSize(_ value: Value) -> Int { (try? JSONEncoder().encode(value).count) ?? 0 }

@@ -71,20 +71,6 @@ struct DiskTierTests {
         #expect(try await reopened.value(for: key, policy: .cacheOnly) { "" }.value == "screen v0")
     }
 
-    /// An app and its extension share the directory: opening it leaves a temp file a live process
-    /// is writing (its id in the name), and each sees the entries the other wrote.
-    @Test func sharedDirectory_keepsALiveWritersTempFileAndSeesTheOthersEntries() async throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let app = ResponseCache<String>(configuration: .init(directory: directory))
-        let key = CacheKey(parts: ["screen"]), generate = Generator()
-        let writing = directory.appendingPathComponent("\(key.digest).tmp-\(getpid())-\(UUID().uuidString)")
-        try Data("{\"key\":".utf8).write(to: writing)
-        let widget = ResponseCache<String>(configuration: .init(directory: directory))
-        #expect(FileManager.default.fileExists(atPath: writing.path))
-        _ = try await app.value(for: key) { try await generate("screen") }
-        #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.value == "screen v0")
-    }
-
     @Test func unwritableDirectory_degradesToMemoryOnlyAndStillGenerates() async throws {
         // A regular file where the directory should be: the tier cannot be created.
         let blocker = temporaryDirectory()
