@@ -48,6 +48,10 @@ public actor ResponseCache<Value: Codable & Sendable> {
     private var disk: DiskTier<Value>?
     private var inFlight: [String: Flight] = [:]
     private var invalidatedFlights: Set<Int> = []
+    /// For each running generation, the disk directory's invalidation stamp when it started (or
+    /// when this cache last invalidated): a different stamp at its end means another process
+    /// sharing the directory invalidated something meanwhile.
+    private var flightStamps: [Int: Data?] = [:]
     private var flightCount = 0
     private var backgroundRefreshes: [Task<Void, Never>] = []
 
@@ -147,14 +151,16 @@ public actor ResponseCache<Value: Codable & Sendable> {
         flightCount += 1
         let id = flightCount, task = Task { try await generate() }
         inFlight[key.digest] = Flight(id: id, key: key, task: task)
+        if let disk { flightStamps[id] = disk.invalidationStamp() }
         defer {
             if inFlight[key.digest]?.id == id { inFlight[key.digest] = nil }
             invalidatedFlights.remove(id)
+            flightStamps[id] = nil
         }
         metrics.generations += 1
         if isRefresh { metrics.refreshes += 1 }
         let value = try await task.value
-        if invalidatedFlights.contains(id) {
+        if invalidatedFlights.contains(id) || disk.map({ $0.invalidationStamp() != flightStamps[id] }) == true {
             metrics.discardedGenerations += 1
         } else {
             store(key, value)
@@ -269,6 +275,7 @@ public actor ResponseCache<Value: Codable & Sendable> {
         disk?.remove(key.digest)
         metrics.bytesOnDisk = disk?.byteCount ?? 0
         abandonFlights { $0.digest == key.digest }
+        announceInvalidation()
     }
 
     /// Removes every entry carrying `tag`.
@@ -287,6 +294,19 @@ public actor ResponseCache<Value: Codable & Sendable> {
             metrics.bytesOnDisk = disk.byteCount
         }
         abandonFlights(where: matches)
+        announceInvalidation()
+    }
+
+    /// Tells other processes sharing the directory that something was invalidated (their running
+    /// generations will not be stored), without counting this cache's own announcement against
+    /// its own generations: those the invalidation matched are already marked. A running
+    /// generation that saw another process's announcement before this one is marked first.
+    private func announceInvalidation() {
+        guard let disk else { return }
+        let current = disk.invalidationStamp()
+        for (id, stamp) in flightStamps where stamp != current { invalidatedFlights.insert(id) }
+        let new = disk.markInvalidation()
+        for id in flightStamps.keys { flightStamps[id] = new }
     }
 
     /// Marks running generations for matching keys so their results are not stored, and

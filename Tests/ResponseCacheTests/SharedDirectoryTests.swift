@@ -93,4 +93,26 @@ struct SharedDirectoryTests {
         #expect(try await cache.value(for: key) { "" }.origin == .memory)
         #expect(try modified() > Date(timeIntervalSinceNow: -60))
     }
+
+    /// A generation running in one cache while the other invalidates (anything) returns its value
+    /// to its callers but does not store it: it may have been made from the data just declared
+    /// stale. This cache's own unrelated invalidations do not count against it.
+    @Test func generation_isNotStoredWhenAnotherCacheInvalidatesWhileItRuns() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let app = ResponseCache<String>(configuration: .init(directory: directory))
+        let widget = ResponseCache<String>(configuration: .init(directory: directory))
+        for foreign in [true, false] {
+            let key = CacheKey(parts: ["inventory summary", "\(foreign)"], tags: ["inventory"])
+            let (release, gate) = AsyncStream<Void>.makeStream()
+            let started = await app.metrics.generations
+            let running = Task { try await app.value(for: key) { for await _ in release { break }; return "summary" } }
+            while await app.metrics.generations == started { await Task.yield() }
+            if foreign { await widget.invalidate(tag: "inventory") } else { await app.invalidate(tag: "weather") }
+            gate.yield()
+            #expect(try await running.value.value == "summary")   // the callers get it either way
+            let stored = try await widget.value(for: key, policy: .cacheOnly) { "" }.origin
+            #expect(stored == (foreign ? .none : .disk), "invalidated by the \(foreign ? "other cache" : "same cache, another tag")")
+            #expect(await app.metrics.discardedGenerations == 1)
+        }
+    }
 }
