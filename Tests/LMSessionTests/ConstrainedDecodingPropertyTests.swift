@@ -51,6 +51,47 @@ import Testing
         #expect(escaped >= Self.caseCount / 50, "string escapes were decoded in only \(escaped) cases")
     }
 
+    /// Choices between structures that start alike: the grammar takes every branch's JSON
+    /// whole and nothing that mixes two branches or ends one early.
+    @Test func schemaGrammar_structuresThatStartAlike_acceptEachBranchAndNothingElse() throws {
+        func property(_ name: String, _ node: SchemaNode, optional: Bool = false) -> SchemaProperty {
+            SchemaProperty(name: name, description: nil, node: node, isOptional: optional)
+        }
+        func object(_ properties: SchemaProperty...) -> SchemaNode { .object(name: "S", description: nil, properties: properties) }
+        func accepts(_ node: SchemaNode, _ text: String) throws -> Bool {
+            var state = GrammarState(try SchemaGrammar(GenerationSchema(root: node), vocabulary: Self.vocabulary))
+            return state.feed(Array(text.utf8)) && state.isFinished
+        }
+        let number = SchemaNode.number(minimum: 0, maximum: 99, integral: true)
+        let tag = { (t: String) in SchemaNode.string(choices: [t], pattern: nil) }
+        // A shared property, then a tag (one tag in two branches), then each branch's own part.
+        let tagged = SchemaNode.anyOf(name: "Shape", description: nil, choices: [
+            object(property("id", number), property("type", tag("circle")), property("radius", number)),
+            object(property("id", number), property("type", tag("square")), property("side", number)),
+            object(property("id", number), property("type", tag("square")), property("side", number), property("filled", .boolean)),
+            object(property("id", number), property("type", .boolean, optional: true)),
+        ])
+        for text in [#"{"id":1,"type":"circle","radius":2}"#, #"{"id":1,"type":"square","side":3}"#,
+                     #"{"id":1,"type":"square","side":3,"filled":false}"#, #"{"id":7,"type":null}"#, #"{"id":7,"type":true}"#] {
+            #expect(try accepts(tagged, text), "\(text)")
+        }
+        for text in [#"{"id":1,"type":"circle","side":2}"#, #"{"id":1,"type":"square","radius":3}"#,
+                     #"{"id":1,"type":"circle","radius":2,"filled":true}"#, #"{"id":1,"type":"square"}"#,
+                     #"{"id":1,"type":"triangle","side":3}"#, #"{"id":1}"#, #"{"id":1,"type":null,"side":3}"#] {
+            #expect(try !accepts(tagged, text), "\(text)")
+        }
+        // Told apart only where one ends and the other goes on; and the same structure twice.
+        let walk = object(property("distance", number))
+        let ending = SchemaNode.anyOf(name: "Step", description: nil, choices: [walk, object(property("distance", number), property("pace", number)), walk, object()])
+        for text in [#"{"distance":4}"#, #"{"distance":4,"pace":5}"#, "{}"] { #expect(try accepts(ending, text), "\(text)") }
+        for text in [#"{"distance":4,"pace":5,"distance":4}"#, #"{"pace":5}"#, #"{"distance":4,"#] { #expect(try !accepts(ending, text), "\(text)") }
+        // Parting on a value no fixed spelling tells apart: refused, naming the property.
+        let parting = SchemaNode.anyOf(name: "Either", description: nil, choices: [walk, object(property("distance", .string(choices: nil, pattern: nil)))])
+        #expect {
+            try SchemaGrammar(GenerationSchema(root: parting), vocabulary: Self.vocabulary)
+        } throws: { "\($0)".contains("'distance'") }
+    }
+
     /// Picks random allowed tokens (uniformly) until the value is finished.
     static func decode(_ grammar: SchemaGrammar, budget: Int, rng: inout SeededGenerator) throws -> ([UInt8], Int) {
         let masker = TokenMasker(grammar: grammar, vocabulary: vocabulary)
@@ -111,11 +152,30 @@ enum RandomSchema {
                           maximumCount: Bool.random(using: &rng) ? lo + Int.random(in: 0 ... 3, using: &rng) : nil)
         case 8: return object(depth: depth, &rng)
         default:
-            // A choice between structures told apart by their first property.
+            // A choice between structures: properties they all share (same name and shape), then
+            // what tells them apart: the name of the next property, a tag among fixed values (string
+            // choices or booleans, optional or not, the same value in several branches or not), or
+            // nothing (a branch may end where another goes on, or two may be the same).
+            let shared = (0 ..< Int.random(in: 0 ... 2, using: &rng)).map { i in
+                SchemaProperty(name: "s\(i)", description: nil, node: value(depth: depth + 1, &rng),
+                               isOptional: Int.random(in: 0 ..< 4, using: &rng) == 0)
+            }
+            let style = Int.random(in: 0 ..< 3, using: &rng)
             let choices = (0 ..< Int.random(in: 2 ... 3, using: &rng)).map { i -> SchemaNode in
                 guard case let .object(name, d, properties) = object(depth: depth + 1, &rng) else { fatalError("object") }
-                let first = SchemaProperty(name: "kind\(i)", description: nil, node: .boolean, isOptional: false)
-                return .object(name: name, description: d, properties: [first] + properties.filter { !$0.name.hasPrefix("kind") })
+                var first: [SchemaProperty] = []
+                switch style {
+                case 0: first = [SchemaProperty(name: "kind\(i)", description: nil, node: .boolean, isOptional: false)]
+                case 1:
+                    let tag: SchemaNode = Int.random(in: 0 ..< 4, using: &rng) == 0 ? .boolean
+                        : .string(choices: Array(["circle", "square", "c\"q", "circ"].shuffled(using: &rng).prefix(Int.random(in: 1 ... 2, using: &rng))), pattern: nil)
+                    first = [SchemaProperty(name: "type", description: nil, node: tag, isOptional: Bool.random(using: &rng))]
+                default: break
+                }
+                // Each branch's own properties have names of their own, so branches never share a
+                // property name with another shape.
+                let own = properties.map { SchemaProperty(name: "b\(i)" + $0.name, description: nil, node: $0.node, isOptional: $0.isOptional) }
+                return .object(name: name, description: d, properties: shared + first + (style == 2 && i == 1 ? [] : own))
             }
             return .anyOf(name: "Choice", description: nil, choices: choices)
         }

@@ -135,7 +135,7 @@ struct Ticket {
         #expect(session.transcript.entries.count == 1)
         let schema = GenerationSchema(root: .anyOf(name: "Mixed", description: nil, choices: [.boolean, .string(choices: nil, pattern: nil)]))
         await #expect(throws: LanguageModelError.unsupportedGenerationGuide(.init(schemaName: "Mixed", schemaError: .unsupportedShape(
-            "a choice (Mixed) between shapes other than strings, or structures with at least one property")))) {
+            "a choice (Mixed) that is neither all strings nor all structures (one is a boolean)")))) {
             try await session.respond(to: "x", schema: schema)
         }
         #expect(session.transcript.entries.count == 1)
@@ -224,9 +224,62 @@ struct Ticket {
                 }
             }
         }
+        // The same structure twice is one choice.
         let same = DynamicGenerationSchema(name: "Same", anyOf: [walk, walk])
-        await #expect(throws: LanguageModelError.self) {
-            try await LanguageModelSession(model: tinyModel).respond(to: "x", schema: try GenerationSchema(root: same, dependencies: []))
+        let walked = try await LanguageModelSession(model: tinyModel)
+            .respond(to: "x", schema: try GenerationSchema(root: same, dependencies: []), options: GenerationOptions(maximumResponseTokens: 20)).content
+        #expect((1 ... 10).contains(try walked.value(Int.self, forProperty: "distance")))
+    }
+
+    /// A tagged union, the usual JSON shape of a choice between structures: each structure starts
+    /// with the same property, whose fixed value says which one follows.
+    @Test func respondSchema_taggedUnion_decodesEachTagWithItsOwnProperties() async throws {
+        func tagged(_ name: String, _ tag: String, _ property: DynamicGenerationSchema.Property) -> DynamicGenerationSchema {
+            DynamicGenerationSchema(name: name, properties: [.init(name: "type", schema: .init(name: name + "Tag", anyOf: [tag])), property])
         }
+        let shape = DynamicGenerationSchema(name: "Shape", anyOf: [
+            tagged("Circle", "circle", .init(name: "radius", schema: .init(type: Int.self, guides: [.range(1 ... 9)]))),
+            tagged("Square", "square", .init(name: "side", schema: .init(type: Int.self, guides: [.range(10 ... 99)]))),
+            tagged("Label", "label", .init(name: "text", schema: .init(type: String.self))),
+        ])
+        let schema = try GenerationSchema(root: .init(name: "Drawing", properties: [
+            .init(name: "shapes", schema: .init(arrayOf: shape, minimumElements: 3, maximumElements: 4)),
+        ]), dependencies: [])
+        for seed in 0 ..< 3 {
+            let session = LanguageModelSession(model: tinyModel)
+            let options = GenerationOptions(samplingMode: .random(top: 40, seed: UInt64(seed)), maximumResponseTokens: 90)
+            let content = try await session.respond(to: "Draw something", schema: schema, options: options).content
+            for shape in try content.value([GeneratedContent].self, forProperty: "shapes") {
+                guard case let .structure(_, keys) = shape.kind else { Issue.record("not a structure: \(shape.jsonString)"); continue }
+                switch try shape.value(String.self, forProperty: "type") {
+                case "circle":
+                    #expect(keys == ["type", "radius"])
+                    #expect((1 ... 9).contains(try shape.value(Int.self, forProperty: "radius")))
+                case "square":
+                    #expect(keys == ["type", "side"])
+                    #expect((10 ... 99).contains(try shape.value(Int.self, forProperty: "side")))
+                case let tag:
+                    #expect(tag == "label" && keys == ["type", "text"], "\(shape.jsonString)")
+                }
+            }
+        }
+    }
+
+    /// Structures that agree up to a property and then differ in its shape in a way no next byte
+    /// settles (a number against free text) are refused before anything is computed, naming it.
+    @Test func respondSchema_structuresPartingOnAValueShape_isATypedErrorNamingTheProperty() async throws {
+        let near = DynamicGenerationSchema(name: "Near", properties: [.init(name: "distance", schema: .init(type: Int.self))])
+        let far = DynamicGenerationSchema(name: "Far", properties: [.init(name: "distance", schema: .init(type: String.self))])
+        let schema = try GenerationSchema(root: .init(name: "Either", anyOf: [near, far]), dependencies: [])
+        let session = LanguageModelSession(model: tinyModel)
+        let entries = session.transcript.entries.count
+        do {
+            _ = try await session.respond(to: "How far?", schema: schema)
+            Issue.record("a choice the decoder cannot follow was accepted")
+        } catch let LanguageModelError.unsupportedGenerationGuide(error) {
+            #expect(error.debugDescription.contains("'distance'"), "\(error.debugDescription)")
+        }
+        #expect(session.transcript.entries.count == entries)
+        #expect(try await session.cachedTokens.isEmpty)
     }
 }

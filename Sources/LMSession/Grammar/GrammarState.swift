@@ -120,8 +120,12 @@ struct GrammarState {
                     return true
                 case let .value(v):
                     f.a += 1
-                    top = f
-                    push(v)
+                    if f.a == items.count {
+                        top = Frame(node: v, below: f.below)   // the last item: what follows the sequence
+                    } else {
+                        top = f
+                        push(v)
+                    }
                 }
             case let .array(element, minimum, maximum):
                 switch f.b {
@@ -205,6 +209,8 @@ struct GrammarState {
                 guard let child = trie.child(f.a, c) else { return false }
                 if let target = targets[child] {
                     top = Frame(node: target, below: f.below)   // the prefix is complete: its node follows
+                } else if trie.isLeaf(child) {
+                    pop()   // a prefix with nothing after it
                 } else {
                     f.a = child
                     top = f

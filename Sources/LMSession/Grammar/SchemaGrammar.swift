@@ -11,6 +11,8 @@ final class SchemaGrammar: Sendable {
     enum Item: Sendable {
         /// Fixed bytes, and the fewest tokens that spell each suffix (`costs[p]` for `bytes[p...]`).
         case literal([UInt8], costs: [Int])
+        /// A value; as a sequence's last item, what follows the sequence's own bytes (the rest
+        /// of structures decoded together, see `SchemaGrammar+Union.swift`).
         case value(Int)
     }
 
@@ -28,7 +30,8 @@ final class SchemaGrammar: Sendable {
         /// `null` or the inner node.
         case nullable(inner: Int, null: Int)
         /// One of fixed prefixes, each followed by its own node (a tool call: ` name ` then
-        /// that tool's arguments).
+        /// that tool's arguments), or by nothing where a leaf has no target (a structure that
+        /// ends with its prefix: see `SchemaGrammar+Union.swift`).
         case dispatch(ChoiceTrie, targets: [Int: Int])
     }
 
@@ -104,29 +107,7 @@ final class SchemaGrammar: Sendable {
         mutating func compile(_ node: SchemaNode) throws -> Int {
             switch node {
             case let .object(_, _, properties):
-                var items: [Item] = []
-                var pending: [UInt8] = [UInt8(ascii: "{")]
-                var length = 0
-                for (i, p) in properties.enumerated() {
-                    if i > 0 { pending.append(UInt8(ascii: ",")) }
-                    var key = ""
-                    GeneratedContent.quote(p.name, into: &key)
-                    let (item, cost) = literal(pending + Array(key.utf8) + [UInt8(ascii: ":")])
-                    items.append(item)
-                    length += cost
-                    var value = try compile(p.node)
-                    if p.isOptional {
-                        let nullTrie = trie([Array("null".utf8)])
-                        let null = add(.choice(nullTrie), nullTrie.distance[0])
-                        value = add(.nullable(inner: value, null: null), min(minimumLength[null], minimumLength[value]))
-                    }
-                    length += minimumLength[value]
-                    items.append(.value(value))
-                    pending = []
-                }
-                let (last, cost) = literal(pending + [UInt8(ascii: "}")])
-                items.append(last)
-                return add(.sequence(items), length + cost)
+                return try sequence(Self.steps(properties)[...])
             case let .array(element, lo, hi):
                 let e = try compile(element)
                 let minimum = max(0, lo ?? 0), maximum = hi ?? Int.max
@@ -168,34 +149,6 @@ final class SchemaGrammar: Sendable {
         }
 
         func trie(_ strings: [[UInt8]]) -> ChoiceTrie { ChoiceTrie(strings, vocabulary: vocabulary) }
-
-        /// A choice between structures told apart by their first property: `{"name":` picks the
-        /// structure, and the rest of it follows (a dispatch, as for tool calls). Structures
-        /// that share a first property name (or have none) cannot be told apart while decoding.
-        mutating func compileStructureChoice(_ name: String, _ choices: [SchemaNode]) throws -> Int {
-            var leads: [[UInt8]: Int] = [:], costs: [[UInt8]: Int] = [:]
-            for choice in choices {
-                guard case let .object(_, _, properties) = choice, !properties.isEmpty else {
-                    throw GenerationSchema.SchemaError.unsupportedShape(
-                        "a choice (\(name)) between shapes other than strings, or structures with at least one property")
-                }
-                let node = try compile(choice)
-                guard case let .sequence(items) = nodes[node], case let .literal(lead, leadCosts) = items[0] else {
-                    throw GenerationSchema.SchemaError.unsupportedShape("choice \(name)")
-                }
-                guard leads[lead] == nil else {
-                    throw GenerationSchema.SchemaError.unsupportedShape(
-                        "a choice (\(name)) between structures whose first property is the same ('\(properties[0].name)')")
-                }
-                let rest = add(.sequence(Array(items.dropFirst())), minimumLength[node] - leadCosts[0])
-                leads[lead] = rest
-                costs[lead] = minimumLength[rest]
-            }
-            let dispatch = ChoiceTrie(Array(leads.keys), vocabulary: vocabulary, leafCosts: costs)
-            var targets: [Int: Int] = [:]
-            for (lead, node) in leads { targets[dispatch.leaf(lead)] = node }
-            return add(.dispatch(dispatch, targets: targets), dispatch.distance[0])
-        }
     }
 }
 
