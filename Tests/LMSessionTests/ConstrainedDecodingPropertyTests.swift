@@ -58,9 +58,12 @@ import Testing
             SchemaProperty(name: name, description: nil, node: node, isOptional: optional)
         }
         func object(_ properties: SchemaProperty...) -> SchemaNode { .object(name: "S", description: nil, properties: properties) }
-        func accepts(_ node: SchemaNode, _ text: String) throws -> Bool {
-            var state = GrammarState(try SchemaGrammar(GenerationSchema(root: node), vocabulary: Self.vocabulary))
-            return state.feed(Array(text.utf8)) && state.isFinished
+        func accepts(_ node: SchemaNode, _ texts: String...) throws -> [Bool] {
+            let grammar = try SchemaGrammar(GenerationSchema(root: node), vocabulary: Self.vocabulary)
+            return texts.map { text in
+                var state = GrammarState(grammar)
+                return state.feed(Array(text.utf8)) && state.isFinished
+            }
         }
         let number = SchemaNode.number(minimum: 0, maximum: 99, integral: true)
         let tag = { (t: String) in SchemaNode.string(choices: [t], pattern: nil) }
@@ -73,18 +76,26 @@ import Testing
         ])
         for text in [#"{"id":1,"type":"circle","radius":2}"#, #"{"id":1,"type":"square","side":3}"#,
                      #"{"id":1,"type":"square","side":3,"filled":false}"#, #"{"id":7,"type":null}"#, #"{"id":7,"type":true}"#] {
-            #expect(try accepts(tagged, text), "\(text)")
+            #expect(try accepts(tagged, text) == [true], "\(text)")
         }
         for text in [#"{"id":1,"type":"circle","side":2}"#, #"{"id":1,"type":"square","radius":3}"#,
                      #"{"id":1,"type":"circle","radius":2,"filled":true}"#, #"{"id":1,"type":"square"}"#,
                      #"{"id":1,"type":"triangle","side":3}"#, #"{"id":1}"#, #"{"id":1,"type":null,"side":3}"#] {
-            #expect(try !accepts(tagged, text), "\(text)")
+            #expect(try accepts(tagged, text) == [false], "\(text)")
         }
         // Told apart only where one ends and the other goes on; and the same structure twice.
         let walk = object(property("distance", number))
         let ending = SchemaNode.anyOf(name: "Step", description: nil, choices: [walk, object(property("distance", number), property("pace", number)), walk, object()])
-        for text in [#"{"distance":4}"#, #"{"distance":4,"pace":5}"#, "{}"] { #expect(try accepts(ending, text), "\(text)") }
-        for text in [#"{"distance":4,"pace":5,"distance":4}"#, #"{"pace":5}"#, #"{"distance":4,"#] { #expect(try !accepts(ending, text), "\(text)") }
+        for text in [#"{"distance":4}"#, #"{"distance":4,"pace":5}"#, "{}"] { #expect(try accepts(ending, text) == [true], "\(text)") }
+        for text in [#"{"distance":4,"pace":5,"distance":4}"#, #"{"pace":5}"#, #"{"distance":4,"#] { #expect(try accepts(ending, text) == [false], "\(text)") }
+        // Tags with thousands of values: told apart up to the limit, refused beyond it.
+        func tags(_ count: Int, _ prefix: String) -> SchemaNode {
+            object(property("type", .string(choices: (0 ..< count).map { "\(prefix)\($0)" }, pattern: nil)), property(prefix, number))
+        }
+        let many = SchemaNode.anyOf(name: "Many", description: nil, choices: [tags(1_000, "a"), tags(1_000, "b")])
+        #expect(try accepts(many, #"{"type":"b999","b":3}"#, #"{"type":"b999","a":3}"#, #"{"type":"a0","a":3}"#) == [true, false, true])
+        let tooMany = SchemaNode.anyOf(name: "TooMany", description: nil, choices: [tags(2_100, "a"), tags(2_100, "b")])
+        #expect { try SchemaGrammar(GenerationSchema(root: tooMany), vocabulary: Self.vocabulary) } throws: { "\($0)".contains("4096") }
         // Parting on a value no fixed spelling tells apart: refused, naming the property.
         let parting = SchemaNode.anyOf(name: "Either", description: nil, choices: [walk, object(property("distance", .string(choices: nil, pattern: nil)))])
         #expect {

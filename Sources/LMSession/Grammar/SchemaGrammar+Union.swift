@@ -86,20 +86,18 @@ extension SchemaGrammar.Builder {
     /// The node that decodes any one of `branches` (each non-empty, starting at the same point
     /// of its structure).
     private mutating func union(_ branches: [ArraySlice<Step>], choice name: String, budget: inout Int) throws -> Int {
-        var distinct: [ArraySlice<Step>] = []
-        for b in branches where !distinct.contains(where: { $0.elementsEqual(b) }) { distinct.append(b) }
-        if distinct.count == 1 { return try sequence(distinct[0]) }
-        budget -= distinct.count
+        if branches.dropFirst().allSatisfy({ $0.elementsEqual(branches[0]) }) { return try sequence(branches[0]) }
+        budget -= branches.count   // the same branch twice stays one until it ends: no need to drop copies
         guard budget >= 0 else {
             throw GenerationSchema.SchemaError.unsupportedShape(
                 "a choice (\(name)) whose structures take more than \(Self.unionLimit) alternatives to tell apart")
         }
-        switch distinct[0].first! {
+        switch branches[0].first! {
         case .literal:
             // Bytes first: group the branches by them; one group shares its bytes, several are
             // told apart by them.
             var groups: [[UInt8]: [ArraySlice<Step>]] = [:], order: [[UInt8]] = []
-            for b in distinct {
+            for b in branches {
                 guard case let .literal(bytes) = b.first! else { throw Self.misaligned(name) }
                 if groups[bytes] == nil { order.append(bytes) }
                 groups[bytes, default: []].append(b.dropFirst())
@@ -124,13 +122,13 @@ extension SchemaGrammar.Builder {
         case let .value(_, _, property):
             // A value after the same bytes: shared if every branch has the same, else spelled
             // out with the bytes after it, so that the next literal step tells them apart.
-            if distinct.allSatisfy({ $0.first! == distinct[0].first! }) {
-                let rests = distinct.map { $0.dropFirst() }
+            if branches.allSatisfy({ $0.first! == branches[0].first! }) {
+                let rests = branches.map { $0.dropFirst() }
                 guard rests.allSatisfy({ !$0.isEmpty }) else { throw Self.misaligned(name) }
-                return try sequence([distinct[0].first!], then: union(rests, choice: name, budget: &budget))
+                return try sequence([branches[0].first!], then: union(rests, choice: name, budget: &budget))
             }
             var spelled: [ArraySlice<Step>] = []
-            for b in distinct {
+            for b in branches {
                 guard case let .value(node, optional, _) = b.first!, let spellings = Self.spellings(node, optional: optional) else {
                     throw GenerationSchema.SchemaError.unsupportedShape(
                         "a choice (\(name)) between structures that agree up to property '\(property)' and differ in its shape "
