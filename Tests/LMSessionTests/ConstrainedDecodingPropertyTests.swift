@@ -62,7 +62,7 @@ import Testing
             let grammar = try SchemaGrammar(GenerationSchema(root: node), vocabulary: Self.vocabulary)
             return texts.map { text in
                 var state = GrammarState(grammar)
-                return state.feed(Array(text.utf8)) && state.isFinished
+                return state.feed(Array(text.utf8)) && state.canStop   // finished, or a whole number at the top
             }
         }
         let number = SchemaNode.number(minimum: 0, maximum: 99, integral: true)
@@ -96,11 +96,36 @@ import Testing
         #expect(try accepts(many, #"{"type":"b999","b":3}"#, #"{"type":"b999","a":3}"#, #"{"type":"a0","a":3}"#) == [true, false, true])
         let tooMany = SchemaNode.anyOf(name: "TooMany", description: nil, choices: [tags(2_100, "a"), tags(2_100, "b")])
         #expect { try SchemaGrammar(GenerationSchema(root: tooMany), vocabulary: Self.vocabulary) } throws: { "\($0)".contains("4096") }
-        // Parting on a value no fixed spelling tells apart: refused, naming the property.
-        let parting = SchemaNode.anyOf(name: "Either", description: nil, choices: [walk, object(property("distance", .string(choices: nil, pattern: nil)))])
-        #expect {
-            try SchemaGrammar(GenerationSchema(root: parting), vocabulary: Self.vocabulary)
-        } throws: { "\($0)".contains("'distance'") }
+        // Parting on a value of another shape: told apart by its first byte, a structure
+        // property by property, an optional one by `null`.
+        let free = SchemaNode.string(choices: nil, pattern: nil)
+        let shapes = SchemaNode.anyOf(name: "Either", description: nil, choices: [
+            walk, object(property("distance", free)), object(property("distance", .array(element: number, minimumCount: nil, maximumCount: 2))),
+            object(property("distance", object(property("km", number)), optional: true), property("unit", tag("km"))),
+            object(property("distance", object(property("mi", number))), property("note", free)),
+        ])
+        #expect(try accepts(shapes, #"{"distance":4}"#, #"{"distance":"far"}"#, #"{"distance":[1,2]}"#, #"{"distance":{"km":3},"unit":"km"}"#,
+                            #"{"distance":null,"unit":"km"}"#, #"{"distance":{"mi":3},"note":"x"}"#)
+            == [true, true, true, true, true, true])
+        #expect(try accepts(shapes, #"{"distance":{"km":3},"note":"x"}"#, #"{"distance":{"mi":3},"unit":"km"}"#, #"{"distance":null}"#,
+                            #"{"distance":true}"#, #"{"distance":[1,2,3]}"#, #"{"distance":"far","unit":"km"}"#)
+            == [false, false, false, false, false, false])
+        // The same at the top: a number, text, a boolean, a structure or an array.
+        let anyNumber = SchemaNode.number(minimum: nil, maximum: nil, integral: false)
+        let any = SchemaNode.anyOf(name: "Any", description: nil, choices: [anyNumber, free, .boolean, walk, .array(element: free, minimumCount: 1, maximumCount: nil)])
+        #expect(try accepts(any, "42", "-0.5", #""42""#, "false", #"{"distance":4}"#, #"["a","b"]"#) == [true, true, true, true, true, true])
+        // Its shortest value is the shortest of any choice: one digit, one token.
+        let grammar = try SchemaGrammar(GenerationSchema(root: any), vocabulary: Self.vocabulary)
+        #expect(grammar.minimumLength[grammar.root] == 1)
+        #expect(try accepts(any, "null", "[]", "{}", "-", #""a"x"#) == [false, false, false, false, false])
+        // Parting where the next byte does not settle it (free text against fixed choices, two
+        // number ranges): refused, naming the property.
+        for (a, b) in [(free, tag("far")), (number, .number(minimum: 200, maximum: 300, integral: true))] {
+            let parting = SchemaNode.anyOf(name: "Either", description: nil, choices: [object(property("distance", a)), object(property("distance", b))])
+            #expect {
+                try SchemaGrammar(GenerationSchema(root: parting), vocabulary: Self.vocabulary)
+            } throws: { "\($0)".contains("'distance'") }
+        }
     }
 
     /// Picks random allowed tokens (uniformly) until the value is finished.
@@ -144,8 +169,24 @@ enum RandomSchema {
         })
     }
 
+    /// Two to four shapes that start with different bytes: a number, text (free, fixed choices or a
+    /// pattern), a boolean, a structure, an array.
+    static func distinctShapes(depth: Int, _ rng: inout SeededGenerator) -> [SchemaNode] {
+        [0, 1, 2, 3, 4].shuffled(using: &rng).prefix(Int.random(in: 2 ... 4, using: &rng)).map { kind in
+            switch kind {
+            case 0: [SchemaNode.number(minimum: nil, maximum: nil, integral: true), .number(minimum: -5, maximum: 50, integral: false)]
+                .randomElement(using: &rng)!
+            case 1: [SchemaNode.string(choices: nil, pattern: nil), .string(choices: ["x", "yz"], pattern: nil),
+                     .string(choices: nil, pattern: patterns[0])].randomElement(using: &rng)!
+            case 2: .boolean
+            case 3: object(depth: depth + 1, &rng)
+            default: .array(element: value(depth: depth + 1, &rng), minimumCount: nil, maximumCount: 2)
+            }
+        }
+    }
+
     static func value(depth: Int, _ rng: inout SeededGenerator) -> SchemaNode {
-        switch Int.random(in: 0 ..< (depth < 3 ? 10 : 7), using: &rng) {
+        switch Int.random(in: 0 ..< (depth < 3 ? 11 : 7), using: &rng) {
         case 0: return .string(choices: nil, pattern: nil)
         case 1: return .string(choices: Array(["red", "green", "blue", "re", "dark \"blue\"", "ünï"].shuffled(using: &rng).prefix(Int.random(in: 1 ... 4, using: &rng))), pattern: nil)
         case 2: return .string(choices: nil, pattern: patterns.randomElement(using: &rng)!)
@@ -162,6 +203,9 @@ enum RandomSchema {
             return .array(element: value(depth: depth + 1, &rng), minimumCount: Bool.random(using: &rng) ? lo : nil,
                           maximumCount: Bool.random(using: &rng) ? lo + Int.random(in: 0 ... 3, using: &rng) : nil)
         case 8: return object(depth: depth, &rng)
+        case 9:
+            // A choice between shapes that start with different bytes.
+            return .anyOf(name: "Shapes", description: nil, choices: distinctShapes(depth: depth, &rng))
         default:
             // A choice between structures: properties they all share (same name and shape), then
             // what tells them apart: the name of the next property, a tag among fixed values (string
@@ -171,7 +215,8 @@ enum RandomSchema {
                 SchemaProperty(name: "s\(i)", description: nil, node: value(depth: depth + 1, &rng),
                                isOptional: Int.random(in: 0 ..< 4, using: &rng) == 0)
             }
-            let style = Int.random(in: 0 ..< 3, using: &rng)
+            let style = Int.random(in: 0 ..< 4, using: &rng)
+            let parting = distinctShapes(depth: depth, &rng)
             let choices = (0 ..< Int.random(in: 2 ... 3, using: &rng)).map { i -> SchemaNode in
                 guard case let .object(name, d, properties) = object(depth: depth + 1, &rng) else { fatalError("object") }
                 var first: [SchemaProperty] = []
@@ -181,6 +226,9 @@ enum RandomSchema {
                     let tag: SchemaNode = Int.random(in: 0 ..< 4, using: &rng) == 0 ? .boolean
                         : .string(choices: Array(["circle", "square", "c\"q", "circ"].shuffled(using: &rng).prefix(Int.random(in: 1 ... 2, using: &rng))), pattern: nil)
                     first = [SchemaProperty(name: "type", description: nil, node: tag, isOptional: Bool.random(using: &rng))]
+                case 3:
+                    // The same property with a value of another shape in each branch.
+                    first = [SchemaProperty(name: "v", description: nil, node: parting[i % parting.count], isOptional: i == 0)]
                 default: break
                 }
                 // Each branch's own properties have names of their own, so branches never share a

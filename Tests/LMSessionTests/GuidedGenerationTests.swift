@@ -133,9 +133,9 @@ struct Ticket {
             #expect(option == "maximumResponseTokens" && reason.contains("AISummary"))
         }
         #expect(session.transcript.entries.count == 1)
-        let schema = GenerationSchema(root: .anyOf(name: "Mixed", description: nil, choices: [.boolean, .string(choices: nil, pattern: nil)]))
+        let schema = GenerationSchema(root: .anyOf(name: "Mixed", description: nil, choices: [.string(choices: nil, pattern: "[a-z]+"), .string(choices: nil, pattern: nil)]))
         await #expect(throws: LanguageModelError.unsupportedGenerationGuide(.init(schemaName: "Mixed", schemaError: .unsupportedShape(
-            "a choice (Mixed) that is neither all strings nor all structures (one is a boolean)")))) {
+            "a choice (Mixed) between shapes that begin alike (free text and fixed choices, two numbers...)")))) {
             try await session.respond(to: "x", schema: schema)
         }
         #expect(session.transcript.entries.count == 1)
@@ -265,10 +265,34 @@ struct Ticket {
         }
     }
 
+    /// A property whose shape differs between the structures of a choice: the value's first byte
+    /// picks the structure.
+    @Test func respondSchema_structuresPartingOnAValueShape_decodeOneOfThem() async throws {
+        let measured = DynamicGenerationSchema(name: "Measured", properties: [
+            .init(name: "distance", schema: .init(type: Int.self, guides: [.range(1 ... 9)])),
+            .init(name: "unit", schema: .init(name: "Unit", anyOf: ["km", "mi"])),
+        ])
+        let described = DynamicGenerationSchema(name: "Described", properties: [.init(name: "distance", schema: .init(type: String.self))])
+        let schema = try GenerationSchema(root: .init(name: "Either", anyOf: [measured, described]), dependencies: [])
+        for seed in 0 ..< 3 {
+            let session = LanguageModelSession(model: tinyModel)
+            let options = GenerationOptions(samplingMode: .random(top: 40, seed: UInt64(seed)), maximumResponseTokens: 30)
+            let content = try await session.respond(to: "How far?", schema: schema, options: options).content
+            guard case let .structure(_, keys) = content.kind else { Issue.record("not a structure: \(content.jsonString)"); continue }
+            if let distance = try? content.value(Int.self, forProperty: "distance") {
+                #expect(keys == ["distance", "unit"] && (1 ... 9).contains(distance), "\(content.jsonString)")
+                #expect(["km", "mi"].contains(try content.value(String.self, forProperty: "unit")))
+            } else {
+                #expect(keys == ["distance"], "\(content.jsonString)")
+                _ = try content.value(String.self, forProperty: "distance")
+            }
+        }
+    }
+
     /// Structures that agree up to a property and then differ in its shape in a way no next byte
-    /// settles (a number against free text) are refused before anything is computed, naming it.
-    @Test func respondSchema_structuresPartingOnAValueShape_isATypedErrorNamingTheProperty() async throws {
-        let near = DynamicGenerationSchema(name: "Near", properties: [.init(name: "distance", schema: .init(type: Int.self))])
+    /// settles (free text against a fixed choice) are refused before anything is computed, naming it.
+    @Test func respondSchema_structuresPartingWhereNoByteTellsThemApart_isATypedErrorNamingTheProperty() async throws {
+        let near = DynamicGenerationSchema(name: "Near", properties: [.init(name: "distance", schema: .init(name: "Near", anyOf: ["near"]))])
         let far = DynamicGenerationSchema(name: "Far", properties: [.init(name: "distance", schema: .init(type: String.self))])
         let schema = try GenerationSchema(root: .init(name: "Either", anyOf: [near, far]), dependencies: [])
         let session = LanguageModelSession(model: tinyModel)

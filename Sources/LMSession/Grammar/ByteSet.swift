@@ -42,6 +42,10 @@ struct ByteSet: Hashable, Sendable {
         return r
     }
 
+    func intersects(_ o: ByteSet) -> Bool {
+        words.0 & o.words.0 != 0 || words.1 & o.words.1 != 0 || words.2 & o.words.2 != 0 || words.3 & o.words.3 != 0
+    }
+
     func subtracting(_ o: ByteSet) -> ByteSet {
         var r = self
         r.words = (words.0 & ~o.words.0, words.1 & ~o.words.1, words.2 & ~o.words.2, words.3 & ~o.words.3)

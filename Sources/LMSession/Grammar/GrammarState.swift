@@ -93,6 +93,7 @@ struct GrammarState {
         case let .number(rule): return rule.remaining(f.number) ?? Int.max / 4
         case let .nullable(inner, null): return min(g.minimumLength[null], g.minimumLength[inner])
         case let .dispatch(trie, _): return trie.distance[f.a]
+        case .peek: return g.minimumLength[f.node]
         }
     }
 
@@ -205,6 +206,9 @@ struct GrammarState {
                 pop()
             case let .nullable(inner, null):
                 top = Frame(node: c == UInt8(ascii: "n") ? null : inner, below: f.below)
+            case let .peek(parts):
+                guard let part = parts.first(where: { $0.first.contains(c) }) else { return false }
+                top = Frame(node: part.node, below: f.below)   // the byte goes to the part it picked
             case let .dispatch(trie, targets):
                 guard let child = trie.child(f.a, c) else { return false }
                 if let target = targets[child] {

@@ -54,120 +54,168 @@ extension SchemaGrammar.Builder {
         return add(.sequence(items), length)
     }
 
-    /// A choice between structures (a generable enum with payloads, a dynamic `anyOf`).
+    /// A choice between shapes (a generable enum with payloads, a dynamic `anyOf`) that are not
+    /// all strings (those merge into one set of strings: see ``compile(_:)``).
     ///
-    /// The structures are decoded together for as long as their JSON agrees: properties they
-    /// share (same name, same shape, in the same place) are one part of the grammar, and where
-    /// they part, the next bytes decide: a different property name or the structure's end, or
-    /// a different value of a property whose values are spelled out (string choices, booleans,
-    /// `null` for an optional one), as in tagged unions (`{"type":"circle",...}` against
-    /// `{"type":"square",...}`). Refused with a typed error: choices that are not structures
-    /// (unless all are strings: see ``compile(_:)``), structures that agree up to a property
-    /// whose shapes then differ in any other way, and choices that take more than
-    /// ``unionLimit`` alternatives to tell apart.
-    mutating func compileStructureChoice(_ name: String, _ choices: [SchemaNode]) throws -> Int {
-        var branches: [ArraySlice<Step>] = []
-        func collect(_ nodes: [SchemaNode]) throws {
-            for node in nodes {
-                switch node {
-                case let .object(_, _, properties): branches.append(Self.steps(properties)[...])
-                case let .anyOf(_, _, inner): try collect(inner)
-                default:
-                    throw GenerationSchema.SchemaError.unsupportedShape(
-                        "a choice (\(name)) that is neither all strings nor all structures (one is a \(node.kindName))")
-                }
-            }
-        }
-        try collect(choices)
+    /// The choices are decoded together for as long as their compact JSON agrees: properties
+    /// that structures share (same name, same shape, in the same place) are one part of the
+    /// grammar, and where they part, the next byte decides. Structures that part at a property
+    /// name or where one ends are told apart by that name or the `}`; at a property's value, a
+    /// value with a fixed few spellings (string choices, booleans, `null` for an optional one)
+    /// is spelled out into the bytes after it, a structure is followed property by property in
+    /// the same way, and any other value is told apart by its first byte (a number's digit or
+    /// sign, a string's quote, an array's bracket). So tagged unions work
+    /// (`{"type":"circle",...}` against `{"type":"square",...}`), as do choices between a number
+    /// and text, or a structure and an array. Refused with a typed error: choices whose next byte
+    /// does not settle them (free text against a fixed choice, two number ranges), and choices
+    /// that take more than ``unionLimit`` alternatives to tell apart.
+    mutating func compileChoice(_ name: String, _ choices: [SchemaNode]) throws -> Int {
         var budget = Self.unionLimit
-        return try union(branches, choice: name, budget: &budget)
+        return try union(choices.map { [.value($0, optional: false, property: "")][...] }, choice: name, budget: &budget)
     }
 
-    /// The node that decodes any one of `branches` (each non-empty, starting at the same point
-    /// of its structure).
+    /// The node that decodes any one of `branches` (each non-empty, and each starting at the
+    /// same point of the JSON as the others).
     private mutating func union(_ branches: [ArraySlice<Step>], choice name: String, budget: inout Int) throws -> Int {
         if branches.dropFirst().allSatisfy({ $0.elementsEqual(branches[0]) }) { return try sequence(branches[0]) }
-        budget -= branches.count   // the same branch twice stays one until it ends: no need to drop copies
-        guard budget >= 0 else {
-            throw GenerationSchema.SchemaError.unsupportedShape(
-                "a choice (\(name)) whose structures take more than \(Self.unionLimit) alternatives to tell apart")
+        try Self.spend(branches.count, from: &budget, choice: name)   // copies of a branch stay one until they end
+        let first = branches[0].first!
+        if case .value = first, branches.allSatisfy({ $0.first! == first }) {
+            // The same value in every branch: one part of the grammar, then the rest.
+            let rests = branches.map { $0.dropFirst() }
+            guard rests.allSatisfy({ !$0.isEmpty }) else { throw Self.misaligned(name) }
+            return try sequence([first], then: union(rests, choice: name, budget: &budget))
         }
-        switch branches[0].first! {
-        case .literal:
-            // Bytes first: group the branches by them; one group shares its bytes, several are
-            // told apart by them.
-            var groups: [[UInt8]: [ArraySlice<Step>]] = [:], order: [[UInt8]] = []
-            for b in branches {
-                guard case let .literal(bytes) = b.first! else { throw Self.misaligned(name) }
-                if groups[bytes] == nil { order.append(bytes) }
-                groups[bytes, default: []].append(b.dropFirst())
+        // Values that differ become bytes where they can (spelled out, or a structure's own
+        // steps); the others are grouped by value, each group told apart by its first byte.
+        var literals: [ArraySlice<Step>] = [], values: [(node: SchemaNode, rests: [ArraySlice<Step>])] = []
+        var property = ""
+        for b in branches {
+            guard case let .value(node, optional, p) = b.first! else {
+                literals.append(b)
+                continue
             }
-            if order.count == 1, let rests = groups[order[0]], rests.allSatisfy({ !$0.isEmpty }) {
-                return try sequence([.literal(order[0])], then: union(rests, choice: name, budget: &budget))
-            }
-            for a in order where order.contains(where: { $0 != a && $0.starts(with: a) }) { throw Self.misaligned(name) }
-            var targets: [[UInt8]: Int] = [:], costs: [[UInt8]: Int] = [:]
-            for bytes in order {
-                let rests = groups[bytes]!
-                if rests.allSatisfy(\.isEmpty) { continue }   // the structure ends with these bytes
-                guard rests.allSatisfy({ !$0.isEmpty }) else { throw Self.misaligned(name) }
-                let target = try union(rests, choice: name, budget: &budget)
-                targets[bytes] = target
-                costs[bytes] = minimumLength[target]
-            }
-            let dispatch = ChoiceTrie(order, vocabulary: vocabulary, leafCosts: costs)
-            var byLeaf: [Int: Int] = [:]
-            for (bytes, target) in targets { byLeaf[dispatch.leaf(bytes)] = target }
-            return add(.dispatch(dispatch, targets: byLeaf), dispatch.distance[0])
-        case let .value(_, _, property):
-            // A value after the same bytes: shared if every branch has the same, else spelled
-            // out with the bytes after it, so that the next literal step tells them apart.
-            if branches.allSatisfy({ $0.first! == branches[0].first! }) {
-                let rests = branches.map { $0.dropFirst() }
-                guard rests.allSatisfy({ !$0.isEmpty }) else { throw Self.misaligned(name) }
-                return try sequence([branches[0].first!], then: union(rests, choice: name, budget: &budget))
-            }
-            var spelled: [ArraySlice<Step>] = []
-            for b in branches {
-                guard case let .value(node, optional, _) = b.first!, let spellings = Self.spellings(node, optional: optional) else {
-                    throw GenerationSchema.SchemaError.unsupportedShape(
-                        "a choice (\(name)) between structures that agree up to property '\(property)' and differ in its shape "
-                            + "other than by fixed values (string choices, booleans, null)")
-                }
-                guard case let .literal(next) = b.dropFirst().first else { throw Self.misaligned(name) }
-                for spelling in spellings { spelled.append([.literal(spelling + next)] + b.dropFirst(2)) }
-            }
-            return try union(spelled, choice: name, budget: &budget)
+            property = p
+            if optional { literals.append(Self.joined([.literal(Array("null".utf8))], b.dropFirst())) }
+            Self.expand(node, rest: b.dropFirst(), literals: &literals, values: &values)
         }
+        try Self.spend(literals.count + values.count, from: &budget, choice: name)
+        var parts: [(first: ByteSet, node: Int)] = []
+        if !literals.isEmpty {
+            var first = ByteSet()
+            for b in literals { if case let .literal(bytes) = b.first! { first.insert(bytes[0]) } }
+            parts.append((first, try dispatch(literals, choice: name, budget: &budget)))
+        }
+        for (node, rests) in values {
+            let value = try compile(node)
+            var target = value
+            if !rests.allSatisfy(\.isEmpty) {
+                guard rests.allSatisfy({ !$0.isEmpty }) else { throw Self.misaligned(name) }
+                let tail = try union(rests, choice: name, budget: &budget)
+                target = add(.sequence([.value(value), .value(tail)]), minimumLength[value] + minimumLength[tail])
+            }
+            parts.append((firstBytes(value), target))
+        }
+        for (i, a) in parts.enumerated() where parts[(i + 1)...].contains(where: { $0.first.intersects(a.first) }) {
+            throw GenerationSchema.SchemaError.unsupportedShape(property.isEmpty
+                ? "a choice (\(name)) between shapes that begin alike (free text and fixed choices, two numbers...)"
+                : "a choice (\(name)) between structures that agree up to property '\(property)' and then differ in its shape "
+                    + "where the next byte does not tell them apart (free text and fixed choices, two numbers...)")
+        }
+        if parts.count == 1 { return parts[0].node }
+        return add(.peek(parts), parts.map { minimumLength[$0.node] }.min()!)
     }
 
-    /// Every compact JSON text of a value of `node`, where there are a fixed few: string
-    /// choices (quoted), booleans, and `null` when optional; nil for any other shape.
-    static func spellings(_ node: SchemaNode, optional: Bool) -> [[UInt8]]? {
-        var texts: [String]
+    /// Branches that each start with bytes: grouped by them; one group shares them, several are
+    /// told apart by them (a dispatch whose leaves go on with each group's union).
+    private mutating func dispatch(_ branches: [ArraySlice<Step>], choice name: String, budget: inout Int) throws -> Int {
+        var groups: [[UInt8]: [ArraySlice<Step>]] = [:], order: [[UInt8]] = []
+        for b in branches {
+            guard case let .literal(bytes) = b.first! else { throw Self.misaligned(name) }
+            if groups[bytes] == nil { order.append(bytes) }
+            groups[bytes, default: []].append(b.dropFirst())
+        }
+        if order.count == 1, let rests = groups[order[0]], rests.allSatisfy({ !$0.isEmpty }) {
+            return try sequence([.literal(order[0])], then: union(rests, choice: name, budget: &budget))
+        }
+        for a in order where order.contains(where: { $0 != a && $0.starts(with: a) }) { throw Self.misaligned(name) }
+        var targets: [[UInt8]: Int] = [:], costs: [[UInt8]: Int] = [:]
+        for bytes in order {
+            let rests = groups[bytes]!
+            if rests.allSatisfy(\.isEmpty) { continue }   // the value ends with these bytes
+            guard rests.allSatisfy({ !$0.isEmpty }) else { throw Self.misaligned(name) }
+            let target = try union(rests, choice: name, budget: &budget)
+            targets[bytes] = target
+            costs[bytes] = minimumLength[target]
+        }
+        let trie = ChoiceTrie(order, vocabulary: vocabulary, leafCosts: costs)
+        var byLeaf: [Int: Int] = [:]
+        for (bytes, target) in targets { byLeaf[trie.leaf(bytes)] = target }
+        return add(.dispatch(trie, targets: byLeaf), trie.distance[0])
+    }
+
+    /// Adds a value of `node` followed by `rest` to `literals` as bytes where it can be (each
+    /// spelling of a string choice or boolean; a structure's steps), or else to `values`, grouped
+    /// with the branches that have the same value there. A choice is each of its shapes.
+    private static func expand(_ node: SchemaNode, rest: ArraySlice<Step>, literals: inout [ArraySlice<Step>],
+                               values: inout [(node: SchemaNode, rests: [ArraySlice<Step>])]) {
         switch node {
-        case let .string(choices?, nil):
-            texts = choices.map { c in
+        case let .string(choices?, nil) where !choices.isEmpty:   // (no choices: compiling it names the error)
+            for c in choices {
                 var quoted = ""
                 GeneratedContent.quote(c, into: &quoted)
-                return quoted
+                literals.append(joined([.literal(Array(quoted.utf8))], rest))
             }
-        case .boolean: texts = ["true", "false"]
-        case let .anyOf(_, _, choices):
-            var all: [[UInt8]] = []
-            for c in choices {
-                guard let s = spellings(c, optional: false) else { return nil }
-                all += s
+        case .boolean:
+            for spelling in ["true", "false"] { literals.append(joined([.literal(Array(spelling.utf8))], rest)) }
+        case let .object(_, _, properties):
+            literals.append(joined(steps(properties)[...], rest))
+        case let .anyOf(_, _, choices) where !choices.isEmpty:
+            for c in choices { expand(c, rest: rest, literals: &literals, values: &values) }
+        default:
+            if let i = values.firstIndex(where: { $0.node == node }) {
+                values[i].rests.append(rest)
+            } else {
+                values.append((node, [rest]))
             }
-            return all + (optional ? [Array("null".utf8)] : [])
-        default: return nil
         }
-        if optional { texts.append("null") }
-        return texts.map { Array($0.utf8) }
     }
 
-    /// Steps that do not alternate as a structure's do (never expected).
+    /// `steps` then `rest`, the literal that ends the one and the literal that starts the other
+    /// joined into one step.
+    private static func joined(_ steps: ArraySlice<Step>, _ rest: ArraySlice<Step>) -> ArraySlice<Step> {
+        guard case let .literal(a)? = steps.last, case let .literal(b)? = rest.first else { return steps + rest }
+        return steps.dropLast() + [.literal(a + b)] + rest.dropFirst()
+    }
+
+    /// The bytes a value of the compiled `node` may start with.
+    func firstBytes(_ node: Int) -> ByteSet {
+        switch nodes[node] {
+        case let .sequence(items):
+            switch items[0] {
+            case let .literal(bytes, _): return ByteSet([bytes[0]])
+            case let .value(v): return firstBytes(v)
+            }
+        case .array: return ByteSet([UInt8(ascii: "[")])
+        case .string, .pattern: return ByteSet([UInt8(ascii: "\"")])
+        case let .choice(trie), let .dispatch(trie, _): return ByteSet(trie.children[0].map(\.0))
+        case .number: return ByteSet(Array("-0123456789".utf8))
+        case let .nullable(inner, null): return firstBytes(inner).union(firstBytes(null))
+        case let .peek(parts): return parts.reduce(ByteSet()) { $0.union($1.first) }
+        }
+    }
+
+    /// Takes `count` alternatives from what a choice may explore, or throws once it is spent.
+    private static func spend(_ count: Int, from budget: inout Int, choice name: String) throws {
+        budget -= count
+        guard budget >= 0 else {
+            throw GenerationSchema.SchemaError.unsupportedShape(
+                "a choice (\(name)) that takes more than \(unionLimit) alternatives to tell apart")
+        }
+    }
+
+    /// Steps that do not line up as JSON's do (never expected).
     private static func misaligned(_ name: String) -> GenerationSchema.SchemaError {
-        .unsupportedShape("a choice (\(name)) whose structures could not be aligned")
+        .unsupportedShape("a choice (\(name)) whose shapes could not be aligned")
     }
 }

@@ -33,6 +33,9 @@ final class SchemaGrammar: Sendable {
         /// that tool's arguments), or by nothing where a leaf has no target (a structure that
         /// ends with its prefix: see `SchemaGrammar+Union.swift`).
         case dispatch(ChoiceTrie, targets: [Int: Int])
+        /// One of several nodes, picked by the value's first byte (each node's own bytes; the
+        /// byte then goes to it).
+        case peek([(first: ByteSet, node: Int)])
     }
 
     let nodes: [Node]
@@ -142,7 +145,7 @@ final class SchemaGrammar: Sendable {
                 // Choices that are all strings merge into one set of strings.
                 let strings = choices.compactMap { if case let .string(options?, nil) = $0 { options } else { nil } }
                 if strings.count == choices.count { return try compile(.string(choices: strings.flatMap { $0 }, pattern: nil)) }
-                return try compileStructureChoice(name, choices)
+                return try compileChoice(name, choices)
             case let .reference(name):
                 throw GenerationSchema.SchemaError.undefinedReferences(schema: nil, references: [name])
             }
