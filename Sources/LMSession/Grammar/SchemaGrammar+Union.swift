@@ -1,12 +1,12 @@
 extension SchemaGrammar.Builder {
-    /// One step of a structure's compact JSON: fixed bytes (`{"name":`, `,"age":`, `}`), or the
-    /// value of the property those bytes named.
+    /// One step of a value's compact JSON: fixed bytes (`{"name":`, `,"age":`, `}`), or a value
+    /// (of the property those bytes named; a choice's shape at the top, where `property` is empty).
     enum Step: Equatable {
         case literal([UInt8])
         case value(SchemaNode, optional: Bool, property: String)
     }
 
-    /// A choice between structures explores more alternatives than this before it is refused.
+    /// A choice explores more alternatives than this before it is refused.
     static let unionLimit = 4096
 
     /// The steps of a structure with `properties`, in order: literals and values alternate,
