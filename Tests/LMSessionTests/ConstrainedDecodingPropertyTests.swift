@@ -27,10 +27,11 @@ import Testing
 
     @Test func decode_randomSchemasAndBudgets_alwaysGiveValidCompleteValues() throws {
         var rng = SeededGenerator(seed: 0x5eed)
-        var checked = 0, atMinimumBudget = 0, escaped = 0
+        var checked = 0, atMinimumBudget = 0, escaped = 0, readTogether = 0
         for index in 0 ..< Self.caseCount {
             let node = RandomSchema.object(depth: 0, &rng)
             let grammar = try SchemaGrammar(GenerationSchema(root: node), vocabulary: Self.vocabulary)
+            if grammar.nodes.contains(where: { if case .text = $0 { true } else { false } }) { readTogether += 1 }
             let minimum = grammar.minimumLength[grammar.root]
             let budget = index % 5 == 0 ? minimum : minimum + Int.random(in: 0 ... 60, using: &rng)
             if budget == minimum { atMinimumBudget += 1 }
@@ -49,22 +50,21 @@ import Testing
         #expect(checked == Self.caseCount)
         #expect(atMinimumBudget >= Self.caseCount / 5)
         #expect(escaped >= Self.caseCount / 50, "string escapes were decoded in only \(escaped) cases")
+        #expect(readTogether >= Self.caseCount / 50, "strings of several shapes were read together in only \(readTogether) cases")
+    }
+
+    /// Whether the grammar of `node` takes each of `texts` whole (finished, or a whole number at the top).
+    static func accepts(_ node: SchemaNode, _ texts: String...) throws -> [Bool] {
+        let grammar = try SchemaGrammar(GenerationSchema(root: node), vocabulary: vocabulary)
+        return texts.map { text in
+            var state = GrammarState(grammar)
+            return state.feed(Array(text.utf8)) && state.canStop
+        }
     }
 
     /// Choices between structures that start alike: the grammar takes every branch's JSON
     /// whole and nothing that mixes two branches or ends one early.
     @Test func schemaGrammar_structuresThatStartAlike_acceptEachBranchAndNothingElse() throws {
-        func property(_ name: String, _ node: SchemaNode, optional: Bool = false) -> SchemaProperty {
-            SchemaProperty(name: name, description: nil, node: node, isOptional: optional)
-        }
-        func object(_ properties: SchemaProperty...) -> SchemaNode { .object(name: "S", description: nil, properties: properties) }
-        func accepts(_ node: SchemaNode, _ texts: String...) throws -> [Bool] {
-            let grammar = try SchemaGrammar(GenerationSchema(root: node), vocabulary: Self.vocabulary)
-            return texts.map { text in
-                var state = GrammarState(grammar)
-                return state.feed(Array(text.utf8)) && state.canStop   // finished, or a whole number at the top
-            }
-        }
         let number = SchemaNode.number(minimum: 0, maximum: 99, integral: true)
         let tag = { (t: String) in SchemaNode.string(choices: [t], pattern: nil) }
         // A shared property, then a tag (one tag in two branches), then each branch's own part.
@@ -76,24 +76,24 @@ import Testing
         ])
         for text in [#"{"id":1,"type":"circle","radius":2}"#, #"{"id":1,"type":"square","side":3}"#,
                      #"{"id":1,"type":"square","side":3,"filled":false}"#, #"{"id":7,"type":null}"#, #"{"id":7,"type":true}"#] {
-            #expect(try accepts(tagged, text) == [true], "\(text)")
+            #expect(try Self.accepts(tagged, text) == [true], "\(text)")
         }
         for text in [#"{"id":1,"type":"circle","side":2}"#, #"{"id":1,"type":"square","radius":3}"#,
                      #"{"id":1,"type":"circle","radius":2,"filled":true}"#, #"{"id":1,"type":"square"}"#,
                      #"{"id":1,"type":"triangle","side":3}"#, #"{"id":1}"#, #"{"id":1,"type":null,"side":3}"#] {
-            #expect(try accepts(tagged, text) == [false], "\(text)")
+            #expect(try Self.accepts(tagged, text) == [false], "\(text)")
         }
         // Told apart only where one ends and the other goes on; and the same structure twice.
         let walk = object(property("distance", number))
         let ending = SchemaNode.anyOf(name: "Step", description: nil, choices: [walk, object(property("distance", number), property("pace", number)), walk, object()])
-        for text in [#"{"distance":4}"#, #"{"distance":4,"pace":5}"#, "{}"] { #expect(try accepts(ending, text) == [true], "\(text)") }
-        for text in [#"{"distance":4,"pace":5,"distance":4}"#, #"{"pace":5}"#, #"{"distance":4,"#] { #expect(try accepts(ending, text) == [false], "\(text)") }
+        for text in [#"{"distance":4}"#, #"{"distance":4,"pace":5}"#, "{}"] { #expect(try Self.accepts(ending, text) == [true], "\(text)") }
+        for text in [#"{"distance":4,"pace":5,"distance":4}"#, #"{"pace":5}"#, #"{"distance":4,"#] { #expect(try Self.accepts(ending, text) == [false], "\(text)") }
         // Tags with thousands of values: told apart up to the limit, refused beyond it.
         func tags(_ count: Int, _ prefix: String) -> SchemaNode {
             object(property("type", .string(choices: (0 ..< count).map { "\(prefix)\($0)" }, pattern: nil)), property(prefix, number))
         }
         let many = SchemaNode.anyOf(name: "Many", description: nil, choices: [tags(1_000, "a"), tags(1_000, "b")])
-        #expect(try accepts(many, #"{"type":"b999","b":3}"#, #"{"type":"b999","a":3}"#, #"{"type":"a0","a":3}"#) == [true, false, true])
+        #expect(try Self.accepts(many, #"{"type":"b999","b":3}"#, #"{"type":"b999","a":3}"#, #"{"type":"a0","a":3}"#) == [true, false, true])
         let tooMany = SchemaNode.anyOf(name: "TooMany", description: nil, choices: [tags(2_100, "a"), tags(2_100, "b")])
         #expect { try SchemaGrammar(GenerationSchema(root: tooMany), vocabulary: Self.vocabulary) } throws: { "\($0)".contains("4096") }
         // Parting on a value of another shape: told apart by its first byte, a structure
@@ -104,28 +104,80 @@ import Testing
             object(property("distance", object(property("km", number)), optional: true), property("unit", tag("km"))),
             object(property("distance", object(property("mi", number))), property("note", free)),
         ])
-        #expect(try accepts(shapes, #"{"distance":4}"#, #"{"distance":"far"}"#, #"{"distance":[1,2]}"#, #"{"distance":{"km":3},"unit":"km"}"#,
+        #expect(try Self.accepts(shapes, #"{"distance":4}"#, #"{"distance":"far"}"#, #"{"distance":[1,2]}"#, #"{"distance":{"km":3},"unit":"km"}"#,
                             #"{"distance":null,"unit":"km"}"#, #"{"distance":{"mi":3},"note":"x"}"#)
             == [true, true, true, true, true, true])
-        #expect(try accepts(shapes, #"{"distance":{"km":3},"note":"x"}"#, #"{"distance":{"mi":3},"unit":"km"}"#, #"{"distance":null}"#,
+        #expect(try Self.accepts(shapes, #"{"distance":{"km":3},"note":"x"}"#, #"{"distance":{"mi":3},"unit":"km"}"#, #"{"distance":null}"#,
                             #"{"distance":true}"#, #"{"distance":[1,2,3]}"#, #"{"distance":"far","unit":"km"}"#)
             == [false, false, false, false, false, false])
         // The same at the top: a number, text, a boolean, a structure or an array.
         let anyNumber = SchemaNode.number(minimum: nil, maximum: nil, integral: false)
         let any = SchemaNode.anyOf(name: "Any", description: nil, choices: [anyNumber, free, .boolean, walk, .array(element: free, minimumCount: 1, maximumCount: nil)])
-        #expect(try accepts(any, "42", "-0.5", #""42""#, "false", #"{"distance":4}"#, #"["a","b"]"#) == [true, true, true, true, true, true])
+        #expect(try Self.accepts(any, "42", "-0.5", #""42""#, "false", #"{"distance":4}"#, #"["a","b"]"#) == [true, true, true, true, true, true])
         // Its shortest value is the shortest of any choice: one digit, one token.
         let grammar = try SchemaGrammar(GenerationSchema(root: any), vocabulary: Self.vocabulary)
         #expect(grammar.minimumLength[grammar.root] == 1)
-        #expect(try accepts(any, "null", "[]", "{}", "-", #""a"x"#) == [false, false, false, false, false])
-        // Parting where the next byte does not settle it (free text against fixed choices, two
-        // number ranges): refused, naming the property.
-        for (a, b) in [(free, tag("far")), (number, .number(minimum: 200, maximum: 300, integral: true))] {
+        #expect(try Self.accepts(any, "null", "[]", "{}", "-", #""a"x"#) == [false, false, false, false, false])
+        // Parting where the next byte does not settle it (two number ranges, two arrays): refused,
+        // naming the property.
+        let list = { (n: Int) in SchemaNode.array(element: number, minimumCount: nil, maximumCount: n) }
+        for (a, b) in [(number, .number(minimum: 200, maximum: 300, integral: true)), (list(2), list(3))] {
             let parting = SchemaNode.anyOf(name: "Either", description: nil, choices: [object(property("distance", a)), object(property("distance", b))])
             #expect {
                 try SchemaGrammar(GenerationSchema(root: parting), vocabulary: Self.vocabulary)
             } throws: { "\($0)".contains("'distance'") }
         }
+    }
+
+    /// Strings of several shapes where choices part (free text, fixed choices, patterns): read
+    /// together up to the closing quote, which leaves the branches whose shape took the text.
+    @Test func schemaGrammar_stringsOfSeveralShapes_areReadTogetherUntilTheirClosingQuote() throws {
+        let number = SchemaNode.number(minimum: 0, maximum: 99, integral: true), free = SchemaNode.string(choices: nil, pattern: nil)
+        let fixed = { (choices: [String]) in SchemaNode.string(choices: choices, pattern: nil) }
+        let pattern = { (p: String) in SchemaNode.string(choices: nil, pattern: p) }
+        // A unit among fixed ones, or any text: "km" is both, so the next property decides.
+        let unit = SchemaNode.anyOf(name: "Distance", description: nil, choices: [
+            object(property("unit", fixed(["km", "mi", "say \"hi\""])), property("value", number)),
+            object(property("unit", free), property("note", free)),
+        ])
+        #expect(try Self.accepts(unit, #"{"unit":"km","value":3}"#, #"{"unit":"km","note":"x"}"#, #"{"unit":"parsec","note":"x"}"#,
+                            #"{"unit":"say \"hi\"","value":3}"#, #"{"unit":"k\u006d","note":""}"#, #"{"unit":"","note":"km"}"#)
+            == [true, true, true, true, true, true])
+        #expect(try Self.accepts(unit, #"{"unit":"parsec","value":3}"#, #"{"unit":"k\u006d","value":3}"#, #"{"unit":"km"}"#,
+                            #"{"unit":"k","value":3}"#, #"{"unit":"say \"hi\" ","value":3}"#, #"{"unit":"mi","value":"3"}"#)
+            == [false, false, false, false, false, false])
+        // Patterns against each other and against fixed text: each code goes with its own kind.
+        let code = SchemaNode.anyOf(name: "Code", description: nil, choices: [
+            object(property("code", pattern("[A-Z]{3}")), property("kind", fixed(["airport"]))),
+            object(property("code", pattern("[0-9]{4,5}")), property("kind", fixed(["zip"]))),
+            object(property("code", fixed(["none", "12345"])), property("kind", fixed(["unknown"]))),
+        ])
+        #expect(try Self.accepts(code, #"{"code":"SFO","kind":"airport"}"#, #"{"code":"94107","kind":"zip"}"#, #"{"code":"1234","kind":"zip"}"#,
+                            #"{"code":"none","kind":"unknown"}"#, #"{"code":"12345","kind":"unknown"}"#, #"{"code":"12345","kind":"zip"}"#)
+            == [true, true, true, true, true, true])
+        #expect(try Self.accepts(code, #"{"code":"SFO","kind":"zip"}"#, #"{"code":"123","kind":"zip"}"#, #"{"code":"1234","kind":"unknown"}"#,
+                            #"{"code":"NONE","kind":"unknown"}"#, #"{"code":"SF","kind":"airport"}"#, #"{"code":"sfo","kind":"airport"}"#)
+            == [false, false, false, false, false, false])
+        // At the top, beside other shapes: any text, "none", or a number.
+        let top = SchemaNode.anyOf(name: "Top", description: nil, choices: [free, fixed(["none"]), pattern("x+"), number])
+        #expect(try Self.accepts(top, #""none""#, #""anything""#, #""xx""#, #""""#) == [true, true, true, true])
+        #expect(try Self.accepts(top, #""a"b"#, "none", #""\x""#) == [false, false, false])
+        // Shapes whose automata read together would take too many states (a count of the a and of
+        // the b in a text, 65 × 65): refused, naming the limit.
+        let counting = SchemaNode.anyOf(name: "Counting", description: nil, choices: [pattern("(b*ab*){0,64}"), pattern("(a*ba*){0,64}")])
+        #expect { try SchemaGrammar(GenerationSchema(root: counting), vocabulary: Self.vocabulary) } throws: { "\($0)".contains("4096 states") }
+        // The shortest value: the shortest string of any shape, then the shortest of its branch's rest.
+        let grammar = try SchemaGrammar(GenerationSchema(root: unit), vocabulary: Self.vocabulary)
+        let shortest = #"{"unit":"","note":""}"#
+        var state = GrammarState(grammar)
+        #expect(state.remaining >= grammar.minimumLength[grammar.root])
+        #expect(grammar.minimumLength[grammar.root] <= shortest.utf8.count)
+        for (i, byte) in shortest.utf8.enumerated() {
+            let fed = state.feed(byte)
+            #expect(fed)
+            #expect(state.remaining <= shortest.utf8.count - i - 1, "after \(i + 1) bytes")
+        }
+        #expect(state.isFinished)
     }
 
     /// Picks random allowed tokens (uniformly) until the value is finished.
@@ -177,12 +229,22 @@ enum RandomSchema {
             case 0: [SchemaNode.number(minimum: nil, maximum: nil, integral: true), .number(minimum: -5, maximum: 50, integral: false)]
                 .randomElement(using: &rng)!
             case 1: [SchemaNode.string(choices: nil, pattern: nil), .string(choices: ["x", "yz"], pattern: nil),
-                     .string(choices: nil, pattern: patterns[0])].randomElement(using: &rng)!
+                     .string(choices: nil, pattern: patterns[0]), .anyOf(name: "Text", description: nil, choices: textShapes(&rng))]
+                .randomElement(using: &rng)!
             case 2: .boolean
             case 3: object(depth: depth + 1, &rng)
             default: .array(element: value(depth: depth + 1, &rng), minimumCount: nil, maximumCount: 2)
             }
         }
+    }
+
+    /// Two or three strings of different shapes (free, fixed choices, patterns), some of whose
+    /// texts several of them take.
+    static func textShapes(_ rng: inout SeededGenerator) -> [SchemaNode] {
+        let shapes: [SchemaNode] = [.string(choices: nil, pattern: nil), .string(choices: ["x", "yz", "x y", "yes"], pattern: nil),
+                                    .string(choices: ["say \"yes\""], pattern: nil), .string(choices: nil, pattern: "(yes|no)"),
+                                    .string(choices: nil, pattern: "[a-z]+( [a-z]+)?"), .string(choices: nil, pattern: patterns.randomElement(using: &rng)!)]
+        return Array(shapes.shuffled(using: &rng).prefix(Int.random(in: 2 ... 3, using: &rng)))
     }
 
     static func value(depth: Int, _ rng: inout SeededGenerator) -> SchemaNode {
@@ -209,14 +271,15 @@ enum RandomSchema {
         default:
             // A choice between structures: properties they all share (same name and shape), then
             // what tells them apart: the name of the next property, a tag among fixed values (string
-            // choices or booleans, optional or not, the same value in several branches or not), or
-            // nothing (a branch may end where another goes on, or two may be the same).
+            // choices or booleans, optional or not, the same value in several branches or not), a
+            // value of another shape, text of another shape, or nothing (a branch may end where
+            // another goes on, or two may be the same).
             let shared = (0 ..< Int.random(in: 0 ... 2, using: &rng)).map { i in
                 SchemaProperty(name: "s\(i)", description: nil, node: value(depth: depth + 1, &rng),
                                isOptional: Int.random(in: 0 ..< 4, using: &rng) == 0)
             }
-            let style = Int.random(in: 0 ..< 4, using: &rng)
-            let parting = distinctShapes(depth: depth, &rng)
+            let style = Int.random(in: 0 ..< 5, using: &rng)
+            let parting = distinctShapes(depth: depth, &rng), texts = textShapes(&rng)
             let choices = (0 ..< Int.random(in: 2 ... 3, using: &rng)).map { i -> SchemaNode in
                 guard case let .object(name, d, properties) = object(depth: depth + 1, &rng) else { fatalError("object") }
                 var first: [SchemaProperty] = []
@@ -229,6 +292,9 @@ enum RandomSchema {
                 case 3:
                     // The same property with a value of another shape in each branch.
                     first = [SchemaProperty(name: "v", description: nil, node: parting[i % parting.count], isOptional: i == 0)]
+                case 4:
+                    // The same property with text of another shape in each branch, read together.
+                    first = [SchemaProperty(name: "v", description: nil, node: texts[i % texts.count], isOptional: i == 0 && Bool.random(using: &rng))]
                 default: break
                 }
                 // Each branch's own properties have names of their own, so branches never share a
@@ -240,6 +306,14 @@ enum RandomSchema {
         }
     }
 }
+
+/// A property of the hand-written schemas in the grammar tests.
+private func property(_ name: String, _ node: SchemaNode, optional: Bool = false) -> SchemaProperty {
+    SchemaProperty(name: name, description: nil, node: node, isOptional: optional)
+}
+
+/// A structure of the hand-written schemas in the grammar tests.
+private func object(_ properties: SchemaProperty...) -> SchemaNode { .object(name: "S", description: nil, properties: properties) }
 
 /// Checks a value against a schema node, independently of the decoder.
 enum SchemaCheck {

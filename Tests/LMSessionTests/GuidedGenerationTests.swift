@@ -133,9 +133,10 @@ struct Ticket {
             #expect(option == "maximumResponseTokens" && reason.contains("AISummary"))
         }
         #expect(session.transcript.entries.count == 1)
-        let schema = GenerationSchema(root: .anyOf(name: "Mixed", description: nil, choices: [.string(choices: nil, pattern: "[a-z]+"), .string(choices: nil, pattern: nil)]))
+        let schema = GenerationSchema(root: .anyOf(name: "Mixed", description: nil, choices: [
+            .number(minimum: 0, maximum: 9, integral: true), .number(minimum: 100, maximum: 200, integral: true)]))
         await #expect(throws: LanguageModelError.unsupportedGenerationGuide(.init(schemaName: "Mixed", schemaError: .unsupportedShape(
-            "a choice (Mixed) between shapes that begin alike (free text and fixed choices, two numbers...)")))) {
+            "a choice (Mixed) between shapes that begin alike (two numbers, two arrays...)")))) {
             try await session.respond(to: "x", schema: schema)
         }
         #expect(session.transcript.entries.count == 1)
@@ -289,11 +290,55 @@ struct Ticket {
         }
     }
 
+    /// Structures that part at text of different shapes (a unit among fixed ones, or any text)
+    /// decode to one of them: the text is read as both up to its closing quote, and what follows
+    /// is the rest of the branch (or branches) whose shape took it.
+    @Test func respondSchema_structuresPartingOnTextOfDifferentShapes_decodeOneOfThem() async throws {
+        let known = DynamicGenerationSchema(name: "Known", properties: [
+            .init(name: "unit", schema: .init(name: "Unit", anyOf: ["km", "mi"])),
+            .init(name: "distance", schema: .init(type: Int.self, guides: [.range(1 ... 9)])),
+        ])
+        let coded = DynamicGenerationSchema(name: "Coded", properties: [
+            .init(name: "unit", schema: .init(type: String.self, guides: [.pattern(/[A-Z]{2}/)])),
+            .init(name: "code", schema: .init(type: Bool.self)),
+        ])
+        let other = DynamicGenerationSchema(name: "Other", properties: [
+            .init(name: "unit", schema: .init(type: String.self)),
+            .init(name: "note", schema: .init(type: String.self)),
+        ])
+        let schema = try GenerationSchema(root: .init(name: "Measure", anyOf: [known, coded, other]), dependencies: [])
+        // Each unit written by the model, or forced (the rest sampled): one all three shapes take
+        // up to its quote, one a fixed unit and free text take, one the pattern and free text take,
+        // one free text alone takes.
+        for (seed, forced) in [nil, "km", "SF", "parsec"].enumerated() {
+            let session = LanguageModelSession(model: tinyModel)
+            let prefix = forced.map { tokenizer.encode(#"{"unit":""# + $0 + #"""#, bos: false) } ?? []
+            session.setTokenSteering { generated in generated.count < prefix.count ? prefix[generated.count] : nil }
+            let options = GenerationOptions(samplingMode: .random(top: 40, seed: UInt64(seed)), maximumResponseTokens: 30)
+            let content = try await session.respond(to: "How far?", schema: schema, options: options).content
+            guard case let .structure(_, keys) = content.kind else { Issue.record("not a structure: \(content.jsonString)"); continue }
+            let unit = try content.value(String.self, forProperty: "unit")
+            if let forced { #expect(unit == forced) }
+            if forced == "parsec" { #expect(keys == ["unit", "note"]) }
+            switch keys {
+            case ["unit", "distance"]:
+                let distance = try content.value(Int.self, forProperty: "distance")
+                #expect(["km", "mi"].contains(unit) && (1 ... 9).contains(distance), "\(content.jsonString)")
+            case ["unit", "code"]:
+                #expect(unit.wholeMatch(of: /[A-Z]{2}/) != nil, "\(content.jsonString)")
+                _ = try content.value(Bool.self, forProperty: "code")
+            default:
+                #expect(keys == ["unit", "note"], "\(content.jsonString)")
+                _ = try content.value(String.self, forProperty: "note")
+            }
+        }
+    }
+
     /// Structures that agree up to a property and then differ in its shape in a way no next byte
-    /// settles (free text against a fixed choice) are refused before anything is computed, naming it.
+    /// settles (two number ranges) are refused before anything is computed, naming it.
     @Test func respondSchema_structuresPartingWhereNoByteTellsThemApart_isATypedErrorNamingTheProperty() async throws {
-        let near = DynamicGenerationSchema(name: "Near", properties: [.init(name: "distance", schema: .init(name: "Near", anyOf: ["near"]))])
-        let far = DynamicGenerationSchema(name: "Far", properties: [.init(name: "distance", schema: .init(type: String.self))])
+        let near = DynamicGenerationSchema(name: "Near", properties: [.init(name: "distance", schema: .init(type: Int.self, guides: [.range(1 ... 9)]))])
+        let far = DynamicGenerationSchema(name: "Far", properties: [.init(name: "distance", schema: .init(type: Int.self, guides: [.range(100 ... 900)]))])
         let schema = try GenerationSchema(root: .init(name: "Either", anyOf: [near, far]), dependencies: [])
         let session = LanguageModelSession(model: tinyModel)
         let entries = session.transcript.entries.count

@@ -13,7 +13,8 @@ struct GrammarState {
     /// string: `a` stage (0 before the opening quote, 1 in the text, 2 after a backslash, 3-6
     /// before the first to fourth hex digit of a `\u` escape), `b` UTF-8 continuation bytes
     /// pending (stage 1) or whether the escape's first hex digit was `d` (stage 4);
-    /// pattern: `a` stage, `b` automaton state; choice: `a` trie node; number: `number`.
+    /// pattern: `a` stage, `b` automaton state; choice: `a` trie node; number: `number`;
+    /// text: `a` stage (0 before the opening quote, 1 in the text), `b` automaton state.
     struct Frame: Hashable {
         var node: Int
         var a = 0
@@ -94,6 +95,7 @@ struct GrammarState {
         case let .nullable(inner, null): return min(g.minimumLength[null], g.minimumLength[inner])
         case let .dispatch(trie, _): return trie.distance[f.a]
         case .peek: return g.minimumLength[f.node]
+        case let .text(union, _): return f.a == 0 ? g.minimumLength[f.node] : union.distance[f.b]
         }
     }
 
@@ -209,6 +211,27 @@ struct GrammarState {
             case let .peek(parts):
                 guard let part = parts.first(where: { $0.first.contains(c) }) else { return false }
                 top = Frame(node: part.node, below: f.below)   // the byte goes to the part it picked
+            case let .text(union, targets):
+                if f.a == 0 {
+                    guard c == UInt8(ascii: "\"") else { return false }
+                    f.a = 1
+                    top = f
+                    return true
+                }
+                let n = union.step(f.b, c)
+                if n < 0 {   // an unescaped quote closes the text where some shapes end
+                    guard c == UInt8(ascii: "\""), union.ending[f.b] >= 0 else { return false }
+                    if let target = targets[Int(union.ending[f.b])] {
+                        top = Frame(node: target, below: f.below)
+                    } else {
+                        pop()
+                    }
+                    return true
+                }
+                guard union.distance[n] != Int.max else { return false }
+                f.b = n
+                top = f
+                return true
             case let .dispatch(trie, targets):
                 guard let child = trie.child(f.a, c) else { return false }
                 if let target = targets[child] {

@@ -63,12 +63,13 @@ extension SchemaGrammar.Builder {
     /// name or where one ends are told apart by that name or the `}`; at a property's value, a
     /// value with a fixed few spellings (string choices, booleans, `null` for an optional one)
     /// is spelled out into the bytes after it, a structure is followed property by property in
-    /// the same way, and any other value is told apart by its first byte (a number's digit or
-    /// sign, a string's quote, an array's bracket). So tagged unions work
-    /// (`{"type":"circle",...}` against `{"type":"square",...}`), as do choices between a number
-    /// and text, or a structure and an array. Refused with a typed error: choices whose next byte
-    /// does not settle them (free text against a fixed choice, two number ranges), and choices
-    /// that take more than ``unionLimit`` alternatives to tell apart.
+    /// the same way, strings of several shapes (free text, a pattern, fixed choices) are read
+    /// together up to the closing quote (``TextUnion``), and any other value is told apart by its
+    /// first byte (a number's digit or sign, a string's quote, an array's bracket). So tagged
+    /// unions work (`{"type":"circle",...}` against `{"type":"square",...}`), as do choices
+    /// between a number and text, a structure and an array, or a fixed unit and free text.
+    /// Refused with a typed error: choices whose next byte does not settle them (two number
+    /// ranges, two arrays), and choices that take more than ``unionLimit`` alternatives to tell apart.
     mutating func compileChoice(_ name: String, _ choices: [SchemaNode]) throws -> Int {
         var budget = Self.unionLimit
         return try union(choices.map { [.value($0, optional: false, property: "")][...] }, choice: name, budget: &budget)
@@ -88,7 +89,7 @@ extension SchemaGrammar.Builder {
         }
         // Values that differ become bytes where they can (spelled out, or a structure's own
         // steps); the others are grouped by value, each group told apart by its first byte.
-        var literals: [ArraySlice<Step>] = [], values: [(node: SchemaNode, rests: [ArraySlice<Step>])] = []
+        var literals: [ArraySlice<Step>] = [], values: [Alternative] = [], texts: [Alternative] = []
         var property = ""
         for b in branches {
             guard case let .value(node, optional, p) = b.first! else {
@@ -97,10 +98,28 @@ extension SchemaGrammar.Builder {
             }
             property = p
             if optional { literals.append(Self.joined([.literal(Array("null".utf8))], b.dropFirst())) }
-            Self.expand(node, rest: b.dropFirst(), literals: &literals, values: &values)
+            Self.expand(node, rest: b.dropFirst(), literals: &literals, texts: &texts, values: &values)
+        }
+        var parts: [(first: ByteSet, node: Int)] = []
+        if texts.contains(where: { !Self.isFixed($0.node) }), texts.count > 1 {
+            // Strings of several shapes, one of them not fixed: read together to the closing quote.
+            try Self.spend(texts.count, from: &budget, choice: name)
+            parts.append((ByteSet([UInt8(ascii: "\"")]), try text(texts, choice: name, budget: &budget)))
+        } else {
+            // Fixed strings are spelled out like any other bytes; a lone other string is a value.
+            for t in texts {
+                guard case let .string(choices?, _) = t.node else {
+                    values.append(t)
+                    continue
+                }
+                for c in choices {
+                    var quoted = ""
+                    GeneratedContent.quote(c, into: &quoted)
+                    for rest in t.rests { literals.append(Self.joined([.literal(Array(quoted.utf8))], rest)) }
+                }
+            }
         }
         try Self.spend(literals.count + values.count, from: &budget, choice: name)
-        var parts: [(first: ByteSet, node: Int)] = []
         if !literals.isEmpty {
             var first = ByteSet()
             for b in literals { if case let .literal(bytes) = b.first! { first.insert(bytes[0]) } }
@@ -118,9 +137,9 @@ extension SchemaGrammar.Builder {
         }
         for (i, a) in parts.enumerated() where parts[(i + 1)...].contains(where: { $0.first.intersects(a.first) }) {
             throw GenerationSchema.SchemaError.unsupportedShape(property.isEmpty
-                ? "a choice (\(name)) between shapes that begin alike (free text and fixed choices, two numbers...)"
+                ? "a choice (\(name)) between shapes that begin alike (two numbers, two arrays...)"
                 : "a choice (\(name)) between structures that agree up to property '\(property)' and then differ in its shape "
-                    + "where the next byte does not tell them apart (free text and fixed choices, two numbers...)")
+                    + "where the next byte does not tell them apart (two numbers, two arrays...)")
         }
         if parts.count == 1 { return parts[0].node }
         return add(.peek(parts), parts.map { minimumLength[$0.node] }.min()!)
@@ -154,31 +173,68 @@ extension SchemaGrammar.Builder {
         return add(.dispatch(trie, targets: byLeaf), trie.distance[0])
     }
 
+    /// A value's shape and the steps of each branch that go on after it.
+    typealias Alternative = (node: SchemaNode, rests: [ArraySlice<Step>])
+
     /// Adds a value of `node` followed by `rest` to `literals` as bytes where it can be (each
-    /// spelling of a string choice or boolean; a structure's steps), or else to `values`, grouped
-    /// with the branches that have the same value there. A choice is each of its shapes.
+    /// spelling of a boolean; a structure's steps), to `texts` when it is a string (of fixed
+    /// choices, a pattern or free), or else to `values`, grouped with the branches that have the
+    /// same value there. A choice is each of its shapes.
     private static func expand(_ node: SchemaNode, rest: ArraySlice<Step>, literals: inout [ArraySlice<Step>],
-                               values: inout [(node: SchemaNode, rests: [ArraySlice<Step>])]) {
+                               texts: inout [Alternative], values: inout [Alternative]) {
         switch node {
-        case let .string(choices?, nil) where !choices.isEmpty:   // (no choices: compiling it names the error)
-            for c in choices {
-                var quoted = ""
-                GeneratedContent.quote(c, into: &quoted)
-                literals.append(joined([.literal(Array(quoted.utf8))], rest))
-            }
+        case .string(let choices, _) where choices.map({ !$0.isEmpty }) ?? true:   // (no choices: compiling it names the error)
+            add(node, rest, to: &texts)
         case .boolean:
             for spelling in ["true", "false"] { literals.append(joined([.literal(Array(spelling.utf8))], rest)) }
         case let .object(_, _, properties):
             literals.append(joined(steps(properties)[...], rest))
         case let .anyOf(_, _, choices) where !choices.isEmpty:
-            for c in choices { expand(c, rest: rest, literals: &literals, values: &values) }
+            for c in choices { expand(c, rest: rest, literals: &literals, texts: &texts, values: &values) }
         default:
-            if let i = values.firstIndex(where: { $0.node == node }) {
-                values[i].rests.append(rest)
-            } else {
-                values.append((node, [rest]))
+            add(node, rest, to: &values)
+        }
+    }
+
+    private static func add(_ node: SchemaNode, _ rest: ArraySlice<Step>, to alternatives: inout [Alternative]) {
+        if let i = alternatives.firstIndex(where: { $0.node == node }) {
+            alternatives[i].rests.append(rest)
+        } else {
+            alternatives.append((node, [rest]))
+        }
+    }
+
+    /// Whether `node` is a string of fixed choices.
+    private static func isFixed(_ node: SchemaNode) -> Bool {
+        if case .string(_?, _) = node { true } else { false }
+    }
+
+    /// A ``TextUnion`` of the strings in `texts`, each ending followed by the union of the rests
+    /// of the shapes that end there.
+    private mutating func text(_ texts: [Alternative], choice name: String, budget: inout Int) throws -> Int {
+        let shapes = try texts.map { t -> TextUnion.Shape in
+            switch t.node {
+            case let .string(choices?, _): return TextUnion.Shape(choices: choices)
+            case let .string(nil, pattern?): return TextUnion.Shape(try PatternAutomaton(pattern))
+            default: return TextUnion.Shape.freeText
             }
         }
+        var union = try TextUnion(shapes, choice: name)
+        try Self.spend(union.endings.count, from: &budget, choice: name)
+        var targets: [Int: Int] = [:], after: [Int] = []
+        for (e, shapes) in union.endings.enumerated() {
+            let rests = shapes.flatMap { texts[$0].rests }
+            if rests.allSatisfy(\.isEmpty) {   // the value ends with the string
+                after.append(0)
+                continue
+            }
+            guard rests.allSatisfy({ !$0.isEmpty }) else { throw Self.misaligned(name) }
+            let target = try self.union(rests, choice: name, budget: &budget)
+            targets[e] = target
+            after.append(minimumLength[target])
+        }
+        union.measure(after: after)
+        return add(.text(union, targets: targets), 1 + union.distance[0])
     }
 
     /// `steps` then `rest`, the literal that ends the one and the literal that starts the other
@@ -202,6 +258,7 @@ extension SchemaGrammar.Builder {
         case .number: return ByteSet(Array("-0123456789".utf8))
         case let .nullable(inner, null): return firstBytes(inner).union(firstBytes(null))
         case let .peek(parts): return parts.reduce(ByteSet()) { $0.union($1.first) }
+        case .text: return ByteSet([UInt8(ascii: "\"")])
         }
     }
 

@@ -36,6 +36,9 @@ final class SchemaGrammar: Sendable {
         /// One of several nodes, picked by the value's first byte (each node's own bytes; the
         /// byte then goes to it).
         case peek([(first: ByteSet, node: Int)])
+        /// Text between quotes of any of several shapes read together, each ending followed by
+        /// its own node, or by nothing where it has no target (see `TextUnion`).
+        case text(TextUnion, targets: [Int: Int])
     }
 
     let nodes: [Node]
