@@ -27,11 +27,12 @@ import Testing
 
     @Test func decode_randomSchemasAndBudgets_alwaysGiveValidCompleteValues() throws {
         var rng = SeededGenerator(seed: 0x5eed)
-        var checked = 0, atMinimumBudget = 0, escaped = 0, readTogether = 0
+        var checked = 0, atMinimumBudget = 0, escaped = 0, readTogether = 0, numbersTogether = 0
         for index in 0 ..< Self.caseCount {
             let node = RandomSchema.object(depth: 0, &rng)
             let grammar = try SchemaGrammar(GenerationSchema(root: node), vocabulary: Self.vocabulary)
             if grammar.nodes.contains(where: { if case .text = $0 { true } else { false } }) { readTogether += 1 }
+            if grammar.nodes.contains(where: { if case .numbers = $0 { true } else { false } }) { numbersTogether += 1 }
             let minimum = grammar.minimumLength[grammar.root]
             let budget = index % 5 == 0 ? minimum : minimum + Int.random(in: 0 ... 60, using: &rng)
             if budget == minimum { atMinimumBudget += 1 }
@@ -51,6 +52,7 @@ import Testing
         #expect(atMinimumBudget >= Self.caseCount / 5)
         #expect(escaped >= Self.caseCount / 50, "string escapes were decoded in only \(escaped) cases")
         #expect(readTogether >= Self.caseCount / 50, "strings of several shapes were read together in only \(readTogether) cases")
+        #expect(numbersTogether >= Self.caseCount / 50, "numbers under several rules were read together in only \(numbersTogether) cases")
     }
 
     /// Whether the grammar of `node` takes each of `texts` whole (finished, or a whole number at the top).
@@ -118,10 +120,9 @@ import Testing
         let grammar = try SchemaGrammar(GenerationSchema(root: any), vocabulary: Self.vocabulary)
         #expect(grammar.minimumLength[grammar.root] == 1)
         #expect(try Self.accepts(any, "null", "[]", "{}", "-", #""a"x"#) == [false, false, false, false, false])
-        // Parting where the next byte does not settle it (two number ranges, two arrays): refused,
-        // naming the property.
+        // Parting where the next byte does not settle it (two arrays): refused, naming the property.
         let list = { (n: Int) in SchemaNode.array(element: number, minimumCount: nil, maximumCount: n) }
-        for (a, b) in [(number, .number(minimum: 200, maximum: 300, integral: true)), (list(2), list(3))] {
+        for (a, b) in [(list(2), list(3)), (list(2), .array(element: free, minimumCount: nil, maximumCount: nil))] {
             let parting = SchemaNode.anyOf(name: "Either", description: nil, choices: [object(property("distance", a)), object(property("distance", b))])
             #expect {
                 try SchemaGrammar(GenerationSchema(root: parting), vocabulary: Self.vocabulary)
@@ -178,6 +179,32 @@ import Testing
             #expect(state.remaining <= shortest.utf8.count - i - 1, "after \(i + 1) bytes")
         }
         #expect(state.isFinished)
+    }
+
+    /// Numbers under several rules where choices part (ranges, whole or not): read together to
+    /// their end, where the rules the number meets leave the branches that go on.
+    @Test func schemaGrammar_numbersUnderSeveralRules_areReadTogetherUntilTheyEnd() throws {
+        let whole = { (lo: Double, hi: Double) in SchemaNode.number(minimum: lo, maximum: hi, integral: true) }
+        let score = SchemaNode.anyOf(name: "Score", description: nil, choices: [
+            object(property("score", whole(0, 10)), property("outOf", .string(choices: ["ten"], pattern: nil))),
+            object(property("score", whole(5, 100)), property("percent", .boolean)),
+            object(property("score", .number(minimum: -1, maximum: 1, integral: false)), property("ratio", .boolean)),
+        ])
+        #expect(try Self.accepts(score, #"{"score":7,"outOf":"ten"}"#, #"{"score":7,"percent":true}"#, #"{"score":42,"percent":false}"#,
+                                 #"{"score":0.5,"ratio":true}"#, #"{"score":-1,"ratio":false}"#, #"{"score":0,"outOf":"ten"}"#,
+                                 #"{"score":1,"ratio":true}"#, #"{"score":1.0,"ratio":true}"#)
+            == [true, true, true, true, true, true, true, true])
+        #expect(try Self.accepts(score, #"{"score":42,"outOf":"ten"}"#, #"{"score":3,"percent":true}"#, #"{"score":0.5,"outOf":"ten"}"#,
+                                 #"{"score":101,"percent":true}"#, #"{"score":7.5,"percent":true}"#, #"{"score":-2,"ratio":true}"#,
+                                 #"{"score":1.0,"outOf":"ten"}"#, #"{"score":7}"#)
+            == [false, false, false, false, false, false, false, false])
+        // At the top: two ranges, a number may stop wherever one of them takes it.
+        let top = SchemaNode.anyOf(name: "Top", description: nil, choices: [whole(0, 9), whole(100, 200)])
+        #expect(try Self.accepts(top, "5", "150", "0") == [true, true, true])
+        #expect(try Self.accepts(top, "50", "5.5", "201", "-1", "15") == [false, false, false, false, false])
+        // More ranges than a choice reads together at one place: refused, naming the limit.
+        let many = SchemaNode.anyOf(name: "Many", description: nil, choices: (0 ..< 7).map { whole(Double($0 * 10), Double($0 * 10 + 5)) })
+        #expect { try SchemaGrammar(GenerationSchema(root: many), vocabulary: Self.vocabulary) } throws: { "\($0)".contains("more than 6 number ranges") }
     }
 
     /// Picks random allowed tokens (uniformly) until the value is finished.
@@ -272,14 +299,14 @@ enum RandomSchema {
             // A choice between structures: properties they all share (same name and shape), then
             // what tells them apart: the name of the next property, a tag among fixed values (string
             // choices or booleans, optional or not, the same value in several branches or not), a
-            // value of another shape, text of another shape, or nothing (a branch may end where
-            // another goes on, or two may be the same).
+            // value of another shape, text of another shape, a number of another range, or nothing
+            // (a branch may end where another goes on, or two may be the same).
             let shared = (0 ..< Int.random(in: 0 ... 2, using: &rng)).map { i in
                 SchemaProperty(name: "s\(i)", description: nil, node: value(depth: depth + 1, &rng),
                                isOptional: Int.random(in: 0 ..< 4, using: &rng) == 0)
             }
-            let style = Int.random(in: 0 ..< 5, using: &rng)
-            let parting = distinctShapes(depth: depth, &rng), texts = textShapes(&rng)
+            let style = Int.random(in: 0 ..< 6, using: &rng)
+            let parting = distinctShapes(depth: depth, &rng), texts = textShapes(&rng), offset = Int.random(in: 0 ..< 4, using: &rng)
             let choices = (0 ..< Int.random(in: 2 ... 3, using: &rng)).map { i -> SchemaNode in
                 guard case let .object(name, d, properties) = object(depth: depth + 1, &rng) else { fatalError("object") }
                 var first: [SchemaProperty] = []
@@ -292,6 +319,11 @@ enum RandomSchema {
                 case 3:
                     // The same property with a value of another shape in each branch.
                     first = [SchemaProperty(name: "v", description: nil, node: parting[i % parting.count], isOptional: i == 0)]
+                case 5:
+                    // The same property with a number of another range in each branch, read together.
+                    let ranges: [SchemaNode] = [.number(minimum: 0, maximum: 10, integral: true), .number(minimum: 5, maximum: 100, integral: true),
+                                                .number(minimum: -1, maximum: 1, integral: false), .number(minimum: nil, maximum: nil, integral: true)]
+                    first = [SchemaProperty(name: "n", description: nil, node: ranges[(i + offset) % ranges.count], isOptional: false)]
                 case 4:
                     // The same property with text of another shape in each branch, read together.
                     first = [SchemaProperty(name: "v", description: nil, node: texts[i % texts.count], isOptional: i == 0 && Bool.random(using: &rng))]

@@ -14,6 +14,7 @@ struct GrammarState {
     /// before the first to fourth hex digit of a `\u` escape), `b` UTF-8 continuation bytes
     /// pending (stage 1) or whether the escape's first hex digit was `d` (stage 4);
     /// pattern: `a` stage, `b` automaton state; choice: `a` trie node; number: `number`;
+    /// numbers: `number`, and `a` a bit per rule the number has broken;
     /// text: `a` stage (0 before the opening quote, 1 in the text), `b` automaton state.
     struct Frame: Hashable {
         var node: Int
@@ -50,8 +51,12 @@ struct GrammarState {
     /// Whether generation may stop here: finished, or a top-level number that is complete.
     var canStop: Bool {
         guard let top else { return true }
-        if stack.isEmpty, case let .number(rule) = grammar.nodes[top.node] { return rule.isComplete(top.number) }
-        return false
+        guard stack.isEmpty else { return false }
+        switch grammar.nodes[top.node] {
+        case let .number(rule): return rule.isComplete(top.number)
+        case let .numbers(rules, _, _): return Self.satisfied(rules, top) != 0
+        default: return false
+        }
     }
 
     /// How deep the stack is (0 when finished).
@@ -96,7 +101,21 @@ struct GrammarState {
         case let .dispatch(trie, _): return trie.distance[f.a]
         case .peek: return g.minimumLength[f.node]
         case let .text(union, _): return f.a == 0 ? g.minimumLength[f.node] : union.distance[f.b]
+        case let .numbers(rules, after, _):
+            var n = Int.max / 4
+            for r in rules.indices where f.a & 1 << r == 0 {
+                if let left = rules[r].remaining(f.number) { n = min(n, left + after[r]) }
+            }
+            return n
         }
+    }
+
+    /// The rules of a `numbers` frame (`a`: a bit per rule the number has broken) that its number
+    /// satisfies as it stands, as a bit mask.
+    static func satisfied(_ rules: [NumberRule], _ f: Frame) -> Int {
+        var mask = 0
+        for r in rules.indices where f.a & 1 << r == 0 && rules[r].isComplete(f.number) { mask |= 1 << r }
+        return mask
     }
 
     private mutating func push(_ node: Int) {
@@ -201,6 +220,30 @@ struct GrammarState {
                 }
                 // Not part of the number: it ends here if it may, and the byte goes to the parent.
                 guard rule.isComplete(f.number), !stack.isEmpty || isolated else { return false }
+                if stack.isEmpty {
+                    top = nil
+                    return false
+                }
+                pop()
+            case let .numbers(rules, _, targets):
+                var next: NumberRule.State?, broken = f.a
+                for r in rules.indices where f.a & 1 << r == 0 {
+                    if let n = rules[r].step(f.number, c) { next = n } else { broken |= 1 << r }
+                }
+                if let next {   // the byte is part of the number for some rule (the same state for every one)
+                    f.number = next
+                    f.a = broken
+                    top = f
+                    return true
+                }
+                // Not part of the number: it ends here if some rule takes it, and the byte goes on.
+                let satisfied = Self.satisfied(rules, f)
+                guard satisfied != 0 else { return false }
+                if let target = targets[satisfied] {
+                    top = Frame(node: target, below: f.below)
+                    continue
+                }
+                guard !stack.isEmpty || isolated else { return false }
                 if stack.isEmpty {
                     top = nil
                     return false

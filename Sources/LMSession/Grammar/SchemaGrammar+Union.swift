@@ -64,12 +64,14 @@ extension SchemaGrammar.Builder {
     /// value with a fixed few spellings (string choices, booleans, `null` for an optional one)
     /// is spelled out into the bytes after it, a structure is followed property by property in
     /// the same way, strings of several shapes (free text, a pattern, fixed choices) are read
-    /// together up to the closing quote (``TextUnion``), and any other value is told apart by its
-    /// first byte (a number's digit or sign, a string's quote, an array's bracket). So tagged
-    /// unions work (`{"type":"circle",...}` against `{"type":"square",...}`), as do choices
-    /// between a number and text, a structure and an array, or a fixed unit and free text.
-    /// Refused with a typed error: choices whose next byte does not settle them (two number
-    /// ranges, two arrays), and choices that take more than ``unionLimit`` alternatives to tell apart.
+    /// together up to the closing quote (``TextUnion``), numbers under several rules likewise up
+    /// to their end (the rules the number meets pick what follows), and any other value is told
+    /// apart by its first byte (a number's digit or sign, a string's quote, an array's bracket).
+    /// So tagged unions work (`{"type":"circle",...}` against `{"type":"square",...}`), as do
+    /// choices between a number and text, a structure and an array, a fixed unit and free text,
+    /// or a score out of 10 and one out of 100. Refused with a typed error: two arrays of
+    /// different elements at one place, more than ``numberRuleLimit`` number ranges at one place,
+    /// and choices that take more than ``unionLimit`` alternatives to tell apart.
     mutating func compileChoice(_ name: String, _ choices: [SchemaNode]) throws -> Int {
         var budget = Self.unionLimit
         return try union(choices.map { [.value($0, optional: false, property: "")][...] }, choice: name, budget: &budget)
@@ -119,6 +121,12 @@ extension SchemaGrammar.Builder {
                 }
             }
         }
+        let isNumber = { (a: Alternative) in if case .number = a.node { true } else { false } }
+        if values.filter(isNumber).count > 1 {
+            // Numbers under different rules: read together, the rules the number meets picking what follows.
+            parts.append((Self.numberFirstBytes, try numbers(values.filter(isNumber), choice: name, budget: &budget)))
+            values.removeAll(where: isNumber)
+        }
         try Self.spend(literals.count + values.count, from: &budget, choice: name)
         if !literals.isEmpty {
             var first = ByteSet()
@@ -137,9 +145,9 @@ extension SchemaGrammar.Builder {
         }
         for (i, a) in parts.enumerated() where parts[(i + 1)...].contains(where: { $0.first.intersects(a.first) }) {
             throw GenerationSchema.SchemaError.unsupportedShape(property.isEmpty
-                ? "a choice (\(name)) between shapes that begin alike (two numbers, two arrays...)"
+                ? "a choice (\(name)) between shapes that begin alike (two arrays)"
                 : "a choice (\(name)) between structures that agree up to property '\(property)' and then differ in its shape "
-                    + "where the next byte does not tell them apart (two numbers, two arrays...)")
+                    + "where the next byte does not tell them apart (two arrays)")
         }
         if parts.count == 1 { return parts[0].node }
         return add(.peek(parts), parts.map { minimumLength[$0.node] }.min()!)
@@ -204,6 +212,39 @@ extension SchemaGrammar.Builder {
         }
     }
 
+    /// The most number ranges a choice reads together (every set of them that a number may meet
+    /// at once gets the union of their branches' rests).
+    static let numberRuleLimit = 6
+
+    static let numberFirstBytes = ByteSet(Array("-0123456789".utf8))
+
+    /// A node reading a number under the rules of `numbers` (each a number range) together; each
+    /// set of rules a number may end up meeting is followed by the union of their rests.
+    private mutating func numbers(_ numbers: [Alternative], choice name: String, budget: inout Int) throws -> Int {
+        guard numbers.count <= Self.numberRuleLimit else {
+            throw GenerationSchema.SchemaError.unsupportedShape(
+                "a choice (\(name)) between more than \(Self.numberRuleLimit) number ranges at one place")
+        }
+        let rules = try numbers.map { n -> (rule: NumberRule, length: Int) in
+            guard case let .number(lo, hi, integral) = n.node else { throw Self.misaligned(name) }
+            return try numberRule(lo, hi, integral)
+        }
+        try Self.spend((1 << rules.count) - 1, from: &budget, choice: name)
+        var targets: [Int: Int] = [:], after = [Int](repeating: 0, count: rules.count)
+        for mask in 1 ..< 1 << rules.count {
+            let members = rules.indices.filter { mask & 1 << $0 != 0 }
+            let rests = members.flatMap { numbers[$0].rests }
+            if rests.allSatisfy(\.isEmpty) { continue }   // the value ends with the number
+            guard rests.allSatisfy({ !$0.isEmpty }) else { throw Self.misaligned(name) }
+            let target = try union(rests, choice: name, budget: &budget)
+            targets[mask] = target
+            // What follows a number of rule r: at most the longest shortest rest of any set with r.
+            for r in members { after[r] = max(after[r], minimumLength[target]) }
+        }
+        let length = rules.indices.map { rules[$0].length + after[$0] }.min()!
+        return add(.numbers(rules.map(\.rule), after: after, targets: targets), length)
+    }
+
     /// Whether `node` is a string of fixed choices.
     private static func isFixed(_ node: SchemaNode) -> Bool {
         if case .string(_?, _) = node { true } else { false }
@@ -255,7 +296,7 @@ extension SchemaGrammar.Builder {
         case .array: return ByteSet([UInt8(ascii: "[")])
         case .string, .pattern: return ByteSet([UInt8(ascii: "\"")])
         case let .choice(trie), let .dispatch(trie, _): return ByteSet(trie.children[0].map(\.0))
-        case .number: return ByteSet(Array("-0123456789".utf8))
+        case .number, .numbers: return Self.numberFirstBytes
         case let .nullable(inner, null): return firstBytes(inner).union(firstBytes(null))
         case let .peek(parts): return parts.reduce(ByteSet()) { $0.union($1.first) }
         case .text: return ByteSet([UInt8(ascii: "\"")])

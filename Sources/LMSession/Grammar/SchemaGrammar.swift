@@ -39,6 +39,11 @@ final class SchemaGrammar: Sendable {
         /// Text between quotes of any of several shapes read together, each ending followed by
         /// its own node, or by nothing where it has no target (see `TextUnion`).
         case text(TextUnion, targets: [Int: Int])
+        /// A number under any of several rules read together (ranges, whole or not): once it
+        /// ends, the rules it satisfies (a bit mask) pick the node that follows, or nothing where
+        /// the mask has no target. `after[r]` is the shortest of what follows a number of rule
+        /// `r` alone. (See `SchemaGrammar+Union.swift`.)
+        case numbers([NumberRule], after: [Int], targets: [Int: Int])
     }
 
     let nodes: [Node]
@@ -136,10 +141,7 @@ final class SchemaGrammar: Sendable {
             case .string(nil, nil):
                 return add(.string, 2)
             case let .number(lo, hi, integral):
-                let rule = try NumberRule(minimum: lo, maximum: hi, integral: integral)
-                guard let length = rule.remaining(NumberRule.State()) else {
-                    throw GenerationSchema.SchemaError.unsupportedShape("a number range with no value (\(lo ?? -.infinity)...\(hi ?? .infinity))")
-                }
+                let (rule, length) = try numberRule(lo, hi, integral)
                 return add(.number(rule), length)
             case .boolean:
                 let booleans = trie([Array("true".utf8), Array("false".utf8)])
@@ -155,6 +157,15 @@ final class SchemaGrammar: Sendable {
         }
 
         func trie(_ strings: [[UInt8]]) -> ChoiceTrie { ChoiceTrie(strings, vocabulary: vocabulary) }
+
+        /// The rule of a number range, and the bytes of its shortest value.
+        func numberRule(_ lo: Double?, _ hi: Double?, _ integral: Bool) throws -> (NumberRule, Int) {
+            let rule = try NumberRule(minimum: lo, maximum: hi, integral: integral)
+            guard let length = rule.remaining(NumberRule.State()) else {
+                throw GenerationSchema.SchemaError.unsupportedShape("a number range with no value (\(lo ?? -.infinity)...\(hi ?? .infinity))")
+            }
+            return (rule, length)
+        }
     }
 }
 
