@@ -13,8 +13,8 @@ struct GrammarState {
     /// string: `a` stage (0 before the opening quote, 1 in the text, 2 after a backslash, 3-6
     /// before the first to fourth hex digit of a `\u` escape), `b` UTF-8 continuation bytes
     /// pending (stage 1) or whether the escape's first hex digit was `d` (stage 4);
-    /// pattern: `a` stage, `b` automaton state; choice: `a` trie node; number: `number`;
-    /// numbers: `number`, and `a` a bit per rule the number has broken;
+    /// pattern: `a` stage, `b` automaton state; choice: `a` trie node; numbers: `number`, and `a`
+    /// a bit per rule the number has broken;
     /// text: `a` stage (0 before the opening quote, 1 in the text), `b` automaton state.
     struct Frame: Hashable {
         var node: Int
@@ -53,7 +53,6 @@ struct GrammarState {
         guard let top else { return true }
         guard stack.isEmpty else { return false }
         switch grammar.nodes[top.node] {
-        case let .number(rule): return rule.isComplete(top.number)
         case let .numbers(rules, _, _): return Self.satisfied(rules, top) != 0
         default: return false
         }
@@ -96,7 +95,6 @@ struct GrammarState {
             }
         case let .pattern(p): return f.a == 0 ? 2 + p.distance[p.start] : p.distance[f.b] + 1
         case let .choice(trie): return trie.distance[f.a]
-        case let .number(rule): return rule.remaining(f.number) ?? Int.max / 4
         case let .nullable(inner, null): return min(g.minimumLength[null], g.minimumLength[inner])
         case let .dispatch(trie, _): return trie.distance[f.a]
         case .peek: return g.minimumLength[f.node]
@@ -212,19 +210,6 @@ struct GrammarState {
                 top = f
                 if trie.isLeaf(child) { pop() }
                 return true
-            case let .number(rule):
-                if let n = rule.step(f.number, c) {
-                    f.number = n
-                    top = f
-                    return true
-                }
-                // Not part of the number: it ends here if it may, and the byte goes to the parent.
-                guard rule.isComplete(f.number), !stack.isEmpty || isolated else { return false }
-                if stack.isEmpty {
-                    top = nil
-                    return false
-                }
-                pop()
             case let .numbers(rules, _, targets):
                 var next: NumberRule.State?, broken = f.a
                 for r in rules.indices where f.a & 1 << r == 0 {

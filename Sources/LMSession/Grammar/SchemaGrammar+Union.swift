@@ -296,7 +296,7 @@ extension SchemaGrammar.Builder {
         case .array: return ByteSet([UInt8(ascii: "[")])
         case .string, .pattern: return ByteSet([UInt8(ascii: "\"")])
         case let .choice(trie), let .dispatch(trie, _): return ByteSet(trie.children[0].map(\.0))
-        case .number, .numbers: return Self.numberFirstBytes
+        case .numbers: return Self.numberFirstBytes
         case let .nullable(inner, null): return firstBytes(inner).union(firstBytes(null))
         case let .peek(parts): return parts.reduce(ByteSet()) { $0.union($1.first) }
         case .text: return ByteSet([UInt8(ascii: "\"")])

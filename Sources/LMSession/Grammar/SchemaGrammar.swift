@@ -26,7 +26,6 @@ final class SchemaGrammar: Sendable {
         case pattern(PatternAutomaton)
         /// One of fixed byte strings (quoted choices, `true`/`false`, `null`).
         case choice(ChoiceTrie)
-        case number(NumberRule)
         /// `null` or the inner node.
         case nullable(inner: Int, null: Int)
         /// One of fixed prefixes, each followed by its own node (a tool call: ` name ` then
@@ -39,10 +38,10 @@ final class SchemaGrammar: Sendable {
         /// Text between quotes of any of several shapes read together, each ending followed by
         /// its own node, or by nothing where it has no target (see `TextUnion`).
         case text(TextUnion, targets: [Int: Int])
-        /// A number under any of several rules read together (ranges, whole or not): once it
-        /// ends, the rules it satisfies (a bit mask) pick the node that follows, or nothing where
-        /// the mask has no target. `after[r]` is the shortest of what follows a number of rule
-        /// `r` alone. (See `SchemaGrammar+Union.swift`.)
+        /// A number under one rule, or under several read together (a choice's ranges, whole or
+        /// not: see `SchemaGrammar+Union.swift`). Once it ends, the rules it satisfies (a bit
+        /// mask) pick the node that follows, or nothing where the mask has no target; `after[r]`
+        /// bounds the shortest of what follows once rule `r` is among them.
         case numbers([NumberRule], after: [Int], targets: [Int: Int])
     }
 
@@ -142,7 +141,7 @@ final class SchemaGrammar: Sendable {
                 return add(.string, 2)
             case let .number(lo, hi, integral):
                 let (rule, length) = try numberRule(lo, hi, integral)
-                return add(.number(rule), length)
+                return add(.numbers([rule], after: [0], targets: [:]), length)
             case .boolean:
                 let booleans = trie([Array("true".utf8), Array("false".utf8)])
                 return add(.choice(booleans), booleans.distance[0])

@@ -63,10 +63,8 @@ final class TokenMasker: @unchecked Sendable {  // lent to one request at a time
 
     /// A number's state holds its value, so it seldom recurs: not worth a cache entry.
     static func isWorthCaching(_ frame: GrammarState.Frame, _ grammar: SchemaGrammar) -> Bool {
-        switch grammar.nodes[frame.node] {
-        case .number, .numbers: return false
-        default: return true
-        }
+        if case .numbers = grammar.nodes[frame.node] { return false }
+        return true
     }
 
     private func build(_ frame: GrammarState.Frame, caching: Bool) -> Entry {
