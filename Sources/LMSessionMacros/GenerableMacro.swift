@@ -3,7 +3,7 @@ import SwiftSyntax
 import SwiftSyntaxBuilder
 import SwiftSyntaxMacros
 
-/// `@Generable` on a struct or an enum without payloads: adds the `Generable` conformance in
+/// `@Generable` on a struct or an enum: adds the `Generable` conformance in
 /// an extension (so the memberwise initializer stays): `generationSchema` (properties in
 /// declaration order with their `@Guide` descriptions and guides), `init(_: GeneratedContent)`,
 /// `generatedContent`, and for a struct a `PartiallyGenerated` with every property optional.
@@ -140,9 +140,10 @@ public struct GenerableMacro: ExtensionMacro {
             """
     }
 
-    /// One associated value of an enum case: its label (or `_0`, `_1`...), a binding name, its type.
+    /// One associated value of an enum case: the property it is generated as (its label, or
+    /// `value`, `value1`... for unlabeled ones in order), a binding name, its type.
     struct Payload {
-        var label: String
+        var property: String
         var binding: String
         var type: String
         var wrapped: String?
@@ -156,18 +157,22 @@ public struct GenerableMacro: ExtensionMacro {
             guard let decl = member.decl.as(EnumCaseDeclSyntax.self) else { continue }
             for element in decl.elements {
                 cases.append(element.name.text)
+                var unlabeled = 0
                 payloads.append((element.parameterClause?.parameters ?? []).enumerated().map { i, p in
                     let label = p.firstName.map { $0.text == "_" ? nil : $0.text } ?? nil
+                    var property = label ?? (unlabeled == 0 ? "value" : "value\(unlabeled)")
+                    if label == nil { unlabeled += 1 }
+                    property = backticksRemoved(property)
                     var wrapped: String?
                     if let optional = p.type.as(OptionalTypeSyntax.self) { wrapped = optional.wrappedType.trimmedDescription }
-                    return Payload(label: label ?? "_\(i)", binding: "v\(i)", type: p.type.trimmedDescription, wrapped: wrapped,
+                    return Payload(property: property, binding: "v\(i)", type: p.type.trimmedDescription, wrapped: wrapped,
                                    isLabeled: label != nil)
                 })
             }
         }
         guard !cases.isEmpty else { throw MacroError("@Generable needs at least one case") }
         if payloads.contains(where: { !$0.isEmpty }) {
-            return enumWithPayloads(cases: cases, payloads: payloads, description: description, access: access)
+            return try enumWithPayloads(cases: cases, payloads: payloads, description: description, access: access)
         }
         let names = cases.map { literal(backticksRemoved($0)) }
         return """
@@ -188,44 +193,56 @@ public struct GenerableMacro: ExtensionMacro {
             """
     }
 
-    /// An enum whose cases carry values: each case is a structure with one property, the case's
-    /// name, holding a structure of its values (`{"walk":{"distance":3}}`); a case without values
-    /// holds an empty structure. Guided generation tells the cases apart by that first property.
-    static func enumWithPayloads(cases: [String], payloads: [[Payload]], description: String, access: String) -> String {
-        let names = cases.map { literal(backticksRemoved($0)) }
-        let choices = zip(names, payloads).map { name, values in
-            let properties = values.map { v in
-                "LMSession.DynamicGenerationSchema.Property(name: \(literal(v.label)), schema: LMSession.DynamicGenerationSchema(type: (\(v.wrapped ?? v.type)).self), isOptional: \(v.wrapped != nil))"
+    /// An enum whose cases carry values, in Foundation Models' form: every case is a structure
+    /// whose first property, `type`, names the case, followed by the case's values
+    /// (`{"type":"walk","distance":3}`, `{"type":"note","value":"hi"}`, `{"type":"idle"}`; a `nil`
+    /// optional is left out). The schema is a choice of one structure per case, named
+    /// `Enum.DiscriminatedCase`, so guided generation tells the cases apart by the `type` string.
+    static func enumWithPayloads(cases: [String], payloads: [[Payload]], description: String, access: String) throws -> String {
+        for (c, values) in zip(cases, payloads) {
+            var seen: Set<String> = ["type"]
+            for v in values where !seen.insert(v.property).inserted {
+                throw MacroError(v.property == "type"
+                    ? "@Generable: case '\(backticksRemoved(c))' has a value labeled 'type', the property that names the case"
+                    : "@Generable: case '\(backticksRemoved(c))' has two values generated as '\(v.property)'")
             }
-            return "LMSession.DynamicGenerationSchema(name: \(name), properties: [LMSession.DynamicGenerationSchema.Property(name: \(name), schema: LMSession.DynamicGenerationSchema(name: \(name), properties: [\(properties.joined(separator: ", "))]))])"
+        }
+        let names = cases.map { literal(backticksRemoved($0)) }
+        let choices = zip(cases, payloads).map { c, values in
+            let bare = backticksRemoved(c)
+            let schemaName = "name + \(literal(".Discriminated" + bare.prefix(1).uppercased() + bare.dropFirst()))"
+            let tag = "LMSession.DynamicGenerationSchema.Property(name: \"type\", schema: LMSession.DynamicGenerationSchema(name: \(schemaName), anyOf: [\(literal(bare))]))"
+            let properties = values.map { v in
+                "LMSession.DynamicGenerationSchema.Property(name: \(literal(v.property)), schema: LMSession.DynamicGenerationSchema(type: (\(v.wrapped ?? v.type)).self), isOptional: \(v.wrapped != nil))"
+            }
+            return "LMSession.DynamicGenerationSchema(name: \(schemaName), description: \(description), properties: [\(([tag] + properties).joined(separator: ", "))])"
         }
         let reads = zip(zip(cases, names), payloads).map { pair, values in
             let (c, name) = pair
             let arguments = values.map { v in
-                let read = "try payload.value((\(v.wrapped.map { "\($0)?" } ?? v.type)).self, forProperty: \(literal(v.label)))"
-                return v.isLabeled ? "\(v.label): \(read)" : read
+                let read = "try content.value((\(v.wrapped.map { "\($0)?" } ?? v.type)).self, forProperty: \(literal(v.property)))"
+                return v.isLabeled ? "\(v.property): \(read)" : read
             }
             return "case \(name): self = .\(c)\(values.isEmpty ? "" : "(" + arguments.joined(separator: ", ") + ")")"
         }
         let writes = zip(zip(cases, names), payloads).map { pair, values in
             let (c, name) = pair
             let bindings = values.isEmpty ? "" : "(" + values.map { "let \($0.binding)" }.joined(separator: ", ") + ")"
-            let pairs = values.map { "\(literal($0.label)): \($0.binding)" }
-            return "case .\(c)\(bindings): LMSession.GeneratedContent(properties: [\(name): LMSession.GeneratedContent(properties: [\(pairs.isEmpty ? ":" : pairs.joined(separator: ", "))])])"
+            let pairs = values.map { "(\(literal($0.property)), \($0.binding))" }
+            return "case .\(c)\(bindings): LMSession.GeneratedContent._enumCase(\(name), values: [\(pairs.joined(separator: ", "))])"
         }
         return """
             \(access)static var generationSchema: LMSession.GenerationSchema {
-                let choice = LMSession.DynamicGenerationSchema(name: String(describing: Self.self), description: \(description), anyOf: [\(choices.map { "\n" + $0 }.joined(separator: ","))
+                let name = String(describing: Self.self)
+                let choice = LMSession.DynamicGenerationSchema(name: name, description: \(description), anyOf: [\(choices.map { "\n" + $0 }.joined(separator: ","))
                 ])
                 return (try? LMSession.GenerationSchema(root: choice, dependencies: [])) ?? LMSession.GenerationSchema(type: Self.self, anyOf: [String]())
             }
             \(access)init(_ content: LMSession.GeneratedContent) throws {
-                guard case let .structure(properties, keys) = content.kind, let key = keys.first, let payload = properties[key] else {
-                    throw LMSession.GeneratedContentError.typeMismatch(expected: "a structure naming one case", found: content.jsonString)
-                }
-                switch key {
+                let type = try content.value(String.self, forProperty: "type")
+                switch type {
                 \(reads.joined(separator: "\n"))
-                default: throw LMSession.GeneratedContentError.typeMismatch(expected: "one of \(cases.map(backticksRemoved).joined(separator: ", "))", found: key)
+                default: throw LMSession.GeneratedContentError.typeMismatch(expected: "one of \(cases.map(backticksRemoved).joined(separator: ", "))", found: type)
                 }
             }
             \(access)var generatedContent: LMSession.GeneratedContent {

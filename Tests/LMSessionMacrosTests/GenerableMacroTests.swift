@@ -113,50 +113,95 @@ final class GenerableMacroTests: XCTestCase {
         )
     }
 
-    func test_enumWithPayload_expandsToAChoiceOfStructures() {
+    /// Foundation Models' form: a structure per case whose `type` names it, unlabeled values
+    /// generated as `value`, `value1`..., labeled ones under their labels.
+    func test_enumWithPayload_expandsToAChoiceOfStructuresNamedByType() {
         assertMacroExpansion(
             """
             @Generable
             enum E {
-                case a(Int), b
+                case a(Int, x: String?), b
+                case c(Int, Int)
             }
             """,
             expandedSource: """
             enum E {
-                case a(Int), b
+                case a(Int, x: String?), b
+                case c(Int, Int)
             }
 
             extension E: LMSession.Generable {
                 static var generationSchema: LMSession.GenerationSchema {
-                    let choice = LMSession.DynamicGenerationSchema(name: String(describing: Self.self), description: nil, anyOf: [
-                            LMSession.DynamicGenerationSchema(name: "a", properties: [LMSession.DynamicGenerationSchema.Property(name: "a", schema: LMSession.DynamicGenerationSchema(name: "a", properties: [LMSession.DynamicGenerationSchema.Property(name: "_0", schema: LMSession.DynamicGenerationSchema(type: (Int).self), isOptional: false)]))]),
-                            LMSession.DynamicGenerationSchema(name: "b", properties: [LMSession.DynamicGenerationSchema.Property(name: "b", schema: LMSession.DynamicGenerationSchema(name: "b", properties: []))])
+                    let name = String(describing: Self.self)
+                    let choice = LMSession.DynamicGenerationSchema(name: name, description: nil, anyOf: [
+                            LMSession.DynamicGenerationSchema(name: name + ".DiscriminatedA", description: nil, properties: [LMSession.DynamicGenerationSchema.Property(name: "type", schema: LMSession.DynamicGenerationSchema(name: name + ".DiscriminatedA", anyOf: ["a"])), LMSession.DynamicGenerationSchema.Property(name: "value", schema: LMSession.DynamicGenerationSchema(type: (Int).self), isOptional: false), LMSession.DynamicGenerationSchema.Property(name: "x", schema: LMSession.DynamicGenerationSchema(type: (String).self), isOptional: true)]),
+                            LMSession.DynamicGenerationSchema(name: name + ".DiscriminatedB", description: nil, properties: [LMSession.DynamicGenerationSchema.Property(name: "type", schema: LMSession.DynamicGenerationSchema(name: name + ".DiscriminatedB", anyOf: ["b"]))]),
+                            LMSession.DynamicGenerationSchema(name: name + ".DiscriminatedC", description: nil, properties: [LMSession.DynamicGenerationSchema.Property(name: "type", schema: LMSession.DynamicGenerationSchema(name: name + ".DiscriminatedC", anyOf: ["c"])), LMSession.DynamicGenerationSchema.Property(name: "value", schema: LMSession.DynamicGenerationSchema(type: (Int).self), isOptional: false), LMSession.DynamicGenerationSchema.Property(name: "value1", schema: LMSession.DynamicGenerationSchema(type: (Int).self), isOptional: false)])
                     ])
                     return (try? LMSession.GenerationSchema(root: choice, dependencies: [])) ?? LMSession.GenerationSchema(type: Self.self, anyOf: [String]())
                 }
                 init(_ content: LMSession.GeneratedContent) throws {
-                    guard case let .structure(properties, keys) = content.kind, let key = keys.first, let payload = properties[key] else {
-                        throw LMSession.GeneratedContentError.typeMismatch(expected: "a structure naming one case", found: content.jsonString)
-                    }
-                    switch key {
+                    let type = try content.value(String.self, forProperty: "type")
+                    switch type {
                     case "a":
-                        self = .a(try payload.value((Int).self, forProperty: "_0"))
+                        self = .a(try content.value((Int).self, forProperty: "value"), x: try content.value((String?).self, forProperty: "x"))
                     case "b":
                         self = .b
+                    case "c":
+                        self = .c(try content.value((Int).self, forProperty: "value"), try content.value((Int).self, forProperty: "value1"))
                     default:
-                        throw LMSession.GeneratedContentError.typeMismatch(expected: "one of a, b", found: key)
+                        throw LMSession.GeneratedContentError.typeMismatch(expected: "one of a, b, c", found: type)
                     }
                 }
                 var generatedContent: LMSession.GeneratedContent {
                     switch self {
-                    case .a(let v0):
-                        LMSession.GeneratedContent(properties: ["a": LMSession.GeneratedContent(properties: ["_0": v0])])
+                    case .a(let v0, let v1):
+                        LMSession.GeneratedContent._enumCase("a", values: [("value", v0), ("x", v1)])
                     case .b:
-                        LMSession.GeneratedContent(properties: ["b": LMSession.GeneratedContent(properties: [:])])
+                        LMSession.GeneratedContent._enumCase("b", values: [])
+                    case .c(let v0, let v1):
+                        LMSession.GeneratedContent._enumCase("c", values: [("value", v0), ("value1", v1)])
                     }
                 }
             }
             """,
+            macros: macros
+        )
+    }
+
+    func test_enumWithAValueLabeledType_isDiagnosed() {
+        assertMacroExpansion(
+            """
+            @Generable
+            enum E {
+                case move(type: String)
+            }
+            """,
+            expandedSource: """
+            enum E {
+                case move(type: String)
+            }
+            """,
+            diagnostics: [DiagnosticSpec(message: "@Generable: case 'move' has a value labeled 'type', the property that names the case",
+                                         line: 1, column: 1)],
+            macros: macros
+        )
+    }
+
+    func test_enumWithTwoValuesOfOneName_isDiagnosed() {
+        assertMacroExpansion(
+            """
+            @Generable
+            enum E {
+                case pair(Int, value: Int)
+            }
+            """,
+            expandedSource: """
+            enum E {
+                case pair(Int, value: Int)
+            }
+            """,
+            diagnostics: [DiagnosticSpec(message: "@Generable: case 'pair' has two values generated as 'value'", line: 1, column: 1)],
             macros: macros
         )
     }

@@ -25,6 +25,21 @@ enum Activity {
     case idle
 }
 
+@Generable(description: "One change to a list.")
+enum Edit: Equatable {
+    case insert(item: String, at: Position)
+    case move(Position, to: Position)
+    case swap(Int, Int)
+    case comment(String?)
+    case clear
+}
+
+@Generable
+enum Position: Equatable {
+    case index(Int)
+    case named(String)
+}
+
 @Generable
 struct DayPlan {
     @Guide(description: "Two or three activities", .count(2...3))
@@ -444,13 +459,73 @@ struct TripProfile: DynamicProfile {
             let back = try Activity(GeneratedContent(json: v.generatedContent.jsonString))
             #expect(back.generatedContent == v.generatedContent)
         }
-        #expect(Activity.walk(distance: 3).generatedContent.jsonString == #"{"walk":{"distance":3}}"#)
         for seed in 0 ..< 3 {
             let session = LanguageModelSession(model: Self.tiny)
             let options = GenerationOptions(samplingMode: .random(top: 30, seed: UInt64(seed)), maximumResponseTokens: 90)
             let plan = try await session.respond(to: "Plan my day", generating: DayPlan.self, options: options).content
             #expect((2 ... 3).contains(plan.activities.count))
         }
+    }
+
+    /// The JSON Foundation Models writes for such cases: `type` first, then the values, labeled
+    /// ones by label and the others as `value`, `value1`; a `nil` optional left out.
+    @Test func generableEnumWithValues_isWrittenWithTheCaseAsType() throws {
+        let written: [(Edit, String)] = [
+            (.insert(item: "milk", at: .index(2)), #"{"type":"insert","item":"milk","at":{"type":"index","value":2}}"#),
+            (.move(.named("top"), to: .index(0)), #"{"type":"move","value":{"type":"named","value":"top"},"to":{"type":"index","value":0}}"#),
+            (.swap(1, 2), #"{"type":"swap","value":1,"value1":2}"#),
+            (.comment("ok"), #"{"type":"comment","value":"ok"}"#),
+            (.comment(nil), #"{"type":"comment"}"#),
+            (.clear, #"{"type":"clear"}"#),
+        ]
+        for (edit, json) in written {
+            #expect(edit.generatedContent.jsonString == json)
+            #expect(try Edit(GeneratedContent(json: json)) == edit)
+        }
+        #expect(try Edit(GeneratedContent(json: #"{"type":"comment","value":null}"#)) == .comment(nil))
+        #expect(try Edit(GeneratedContent(json: #"{"value":1,"value1":2,"type":"swap"}"#)) == .swap(1, 2), "read by name, in any order")
+        #expect(throws: GeneratedContentError.typeMismatch(expected: "one of insert, move, swap, comment, clear", found: "jump")) {
+            try Edit(GeneratedContent(json: #"{"type":"jump"}"#))
+        }
+        #expect(throws: GeneratedContentError.missingProperty("type")) { try Edit(GeneratedContent(json: #"{"swap":{"_0":1}}"#)) }
+        #expect(throws: GeneratedContentError.missingProperty("value1")) { try Edit(GeneratedContent(json: #"{"type":"swap","value":1}"#)) }
+    }
+
+    /// The schema is a choice of one structure per case, named `Enum.DiscriminatedCase`, whose
+    /// first property is the case's name as the only string allowed.
+    @Test func generableEnumWithValues_schemaHasAStructurePerCase() throws {
+        let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(Edit.generationSchema)) as? [String: Any]
+        let cases = try #require(json?["anyOf"] as? [[String: Any]])
+        #expect(json?["title"] as? String == "Edit")
+        #expect(cases.map { $0["title"] as? String } == ["Edit.DiscriminatedInsert", "Edit.DiscriminatedMove", "Edit.DiscriminatedSwap",
+                                                          "Edit.DiscriminatedComment", "Edit.DiscriminatedClear"])
+        #expect(cases.map { $0["x-order"] as? [String] ?? [] } == [["type", "item", "at"], ["type", "value", "to"], ["type", "value", "value1"],
+                                                                    ["type", "value"], ["type"]])
+        #expect(cases.map { $0["required"] as? [String] ?? [] } == [["type", "item", "at"], ["type", "value", "to"], ["type", "value", "value1"],
+                                                                     ["type"], ["type"]])
+        #expect(cases.map { ($0["properties"] as? [String: [String: Any]])?["type"]?["enum"] as? [String] ?? [] }
+                == [["insert"], ["move"], ["swap"], ["comment"], ["clear"]])
+        #expect(cases.allSatisfy { $0["description"] as? String == "One change to a list." })
+    }
+
+    /// Guided generation follows the form: whatever the sampler picks decodes, and its first
+    /// property names a case whose values follow.
+    @Test func generableEnumWithValues_generatesCasesNamedByType() async throws {
+        var kinds = Set<String>()
+        for seed in 0 ..< 6 {
+            let session = LanguageModelSession(model: Self.tiny)
+            let options = GenerationOptions(samplingMode: .random(top: 40, seed: UInt64(seed)), maximumResponseTokens: 80)
+            let response = try await session.respond(to: "Change the list", generating: Edit.self, options: options)
+            guard case let .structure(properties, keys) = response.rawContent.kind else {
+                Issue.record("not a structure: \(response.rawContent.jsonString)")
+                continue
+            }
+            #expect(keys.first == "type")
+            kinds.insert(try #require(properties["type"]).value(String.self))
+            #expect(try Edit(response.rawContent) == response.content)
+            #expect(try Edit(GeneratedContent(json: response.content.generatedContent.jsonString)) == response.content)
+        }
+        #expect(kinds.count >= 2, "six samples keep to one case: \(kinds)")
     }
 
     @Test func profileToolHooks_seeEachCallAndOutput() async throws {

@@ -1,5 +1,6 @@
-/// Makes a struct or an enum (without associated values) ``Generable``: the schema follows
-/// the declaration (stored properties in order, `@Guide` descriptions and guides), and the
+/// Makes a struct or an enum ``Generable``: the schema follows the declaration (stored
+/// properties in order, `@Guide` descriptions and guides; an enum's cases as strings, or, when
+/// cases carry values, as structures whose `type` property names the case), and the
 /// conversions from and to ``GeneratedContent`` and the ``Generable/PartiallyGenerated``
 /// form are written for you.
 @attached(extension, conformances: Generable, names: named(init(_:)), named(generatedContent), named(generationSchema),
