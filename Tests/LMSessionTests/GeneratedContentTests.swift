@@ -18,14 +18,35 @@ import Testing
     }
 
     @Test func initJSON_malformedText_throwsNamingTheByte() {
-        for (text, offset) in [("{\"a\":}", 5), ("[1,]", 3), ("01", 0), ("\"abc", 4), ("{} x", 3), ("tru", 3), ("[1 2]", 3)] {
+        let malformed = [("{\"a\":}", 5), ("[1,]", 3), ("01", 0), ("{} x", 3), ("tru", 3), ("[1 2]", 3), ("", 0), ("[01", 1), ("{\"n\":1.2.", 5)]
+        // Text that stops short is malformed only where it must be whole.
+        let cut = [("\"abc", 4), ("{\"a\":[1,", 8), ("-", 0)]
+        func expectRefused(_ text: String, at offset: Int, whole: Bool) {
             do {
-                _ = try GeneratedContent(json: text)
+                _ = whole ? try GeneratedContent(wholeJSON: text) : try GeneratedContent(json: text)
                 Issue.record("\(text) was accepted")
             } catch let GeneratedContentError.invalidJSON(at, _) {
                 #expect(at == offset, "\(text)")
             } catch { Issue.record("\(error)") }
         }
+        for (text, offset) in malformed {
+            expectRefused(text, at: offset, whole: false)
+            expectRefused(text, at: offset, whole: true)
+        }
+        for (text, offset) in cut { expectRefused(text, at: offset, whole: true) }
+    }
+
+    /// As Foundation Models documents it: `init(json:)` reads text that stops short, as a partly
+    /// generated response does; saved content and tool arguments are read whole.
+    @Test func initJSON_textThatStopsShort_readsAsIncompleteContent() throws {
+        let idea = try GeneratedContent(json: #"{"title": "A story of"#)
+        #expect(try idea.value(String.self, forProperty: "title") == "A story of")
+        #expect(idea.isComplete == false)
+        #expect(try GeneratedContent(json: #"{"n": [1, 2"#).value([Int].self, forProperty: "n") == [1, 2])
+        #expect(try GeneratedContent(json: "-1.5e").value(Double.self) == -1.5)
+        #expect(try GeneratedContent(json: #" {"a": 1} "#).isComplete)
+        let saved = try JSONEncoder().encode(["content": #"{"title":"A story of"#])
+        #expect(throws: GeneratedContentError.self) { try JSONDecoder().decode([String: GeneratedContent].self, from: saved) }
     }
 
     @Test func initJSON_escapes_joinSurrogatePairsAndRefuseMalformedDigits() throws {
@@ -43,6 +64,20 @@ import Testing
             let partial = try #require(try GeneratedContent.partial(json: Array(cut.utf8)))
             #expect(try String(partial).hasPrefix("ab") && partial.isComplete == false, "\(cut)")
         }
+    }
+
+    @Test func initProperties_uniquingKeys_combinesRepeatedNamesInTheirFirstPlace() throws {
+        let pairs: [(String, any ConvertibleToGeneratedContent)] = [("tags", ["a"]), ("n", 1), ("tags", ["b", "c"]), ("n", 2)]
+        let merged = GeneratedContent(properties: pairs) { earlier, later in
+            GeneratedContent(kind: earlier.kind == later.kind ? earlier.kind : .array([earlier, later]))
+        }
+        #expect(merged.jsonString == #"{"tags":[["a"],["b","c"]],"n":[1,2]}"#)
+        let summed = try GeneratedContent(properties: pairs.filter { $0.0 == "n" }, id: GenerationID()) { a, b in
+            try a.value(Int.self) + b.value(Int.self)
+        }
+        #expect(summed.jsonString == #"{"n":3}"# && summed.id != nil)
+        struct Refused: Error {}
+        #expect(throws: Refused.self) { try GeneratedContent(properties: pairs) { _, _ -> Int in throw Refused() } }
     }
 
     @Test func initJSON_deepNesting_isRejectedNotRecursedInto() {

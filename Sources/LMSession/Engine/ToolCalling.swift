@@ -77,7 +77,7 @@ struct Guidance {
     func content(_ text: String) throws -> (GeneratedContent, Transcript.StructuredSegment?) {
         guard let format else { return (GeneratedContent(kind: .string(text)), nil) }
         do {
-            let raw = try GeneratedContent(json: text)
+            let raw = try GeneratedContent(wholeJSON: text)
             return (raw, .init(source: format.name, content: raw))
         } catch let error as GeneratedContentError {
             throw LanguageModelError.decodingFailure(error)
@@ -115,7 +115,7 @@ extension LanguageModelSession {
         let parts = body.split(separator: " ", maxSplits: 1)
         guard let name = parts.first else { throw LanguageModelError.toolCallFailed(toolName: "", reason: "the call names no tool") }
         do {
-            let arguments = try GeneratedContent(json: parts.count > 1 ? String(parts[1]) : "null")
+            let arguments = try GeneratedContent(wholeJSON: parts.count > 1 ? String(parts[1]) : "null")
             return Transcript.ToolCall(toolName: String(name), arguments: arguments)
         } catch {
             throw LanguageModelError.toolCallFailed(toolName: String(name), reason: "its arguments are not JSON: \(error)")

@@ -1,10 +1,19 @@
 import Foundation
 
 extension GeneratedContent {
-    /// Content read from JSON text (object keys keep their order).
+    /// Content read from JSON text (object keys keep their order). The text may stop short, as
+    /// a partly generated response does: `{"title": "A story of` reads as a structure whose
+    /// `title` is `"A story of"`, with ``isComplete`` false on both.
     /// - Throws: ``GeneratedContentError/invalidJSON(offset:reason:)`` naming the byte where
-    ///   the text stops being JSON.
+    ///   the text stops being JSON, or when no value has started.
     public init(json: String) throws {
+        var reader = JSONReader(Array(json.utf8), partial: true)
+        self = try reader.document()
+    }
+
+    /// Content read from JSON text that must be whole: saved content and tool arguments, where
+    /// a text that stops short is damage, not a value still being written.
+    init(wholeJSON json: String) throws {
         var reader = JSONReader(Array(json.utf8), partial: false)
         self = try reader.document()
     }
@@ -152,7 +161,12 @@ struct JSONReader {
         while position < bytes.count, "+-0123456789.eE".utf8.contains(bytes[position]) { position += 1 }
         let text = String(decoding: bytes[start ..< position], as: UTF8.self)
         if atEnd, partial {
-            // The number may still grow; show the longest prefix that reads as one.
+            // The number may still grow, if what is there begins one (`-`, `1.`, `2e+` do; `01` does
+            // not); show the longest prefix that reads as one.
+            guard Self.parseNumber(text) != nil || Self.parseNumber(text + "0") != nil else {
+                position = start
+                throw fail("malformed number '\(text)'")
+            }
             var prefix = Substring(text)
             while !prefix.isEmpty, Double(prefix) == nil { prefix = prefix.dropLast() }
             return Double(prefix).map { GeneratedContent(kind: .number($0), isComplete: false) }
@@ -193,12 +207,12 @@ struct JSONReader {
     /// The code named by the four hex digits of a `\u` escape at `position` (moved past them), or
     /// nil when the text ends first.
     private mutating func hexEscape() throws -> UInt32? {
-        guard position + 4 <= bytes.count else { return nil }
         var code: UInt32 = 0
-        for c in bytes[position ..< position + 4] {
+        for c in bytes[position ..< min(position + 4, bytes.count)] {
             guard let digit = c.hexDigitValue else { throw fail("malformed \\u escape") }
             code = code << 4 | UInt32(digit)
         }
+        guard position + 4 <= bytes.count else { return nil }
         position += 4
         return code
     }
@@ -324,7 +338,7 @@ extension GeneratedContent: Codable {
     /// Reads content saved by ``encode(to:)``: its JSON text, as a string.
     public init(from decoder: any Decoder) throws {
         let json = try decoder.singleValueContainer().decode(String.self)
-        try self.init(json: json)
+        try self.init(wholeJSON: json)
     }
 
     /// Saves the content as its JSON text, in a string.

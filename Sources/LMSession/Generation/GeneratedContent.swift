@@ -67,6 +67,23 @@ public struct GeneratedContent: Sendable, Equatable, CustomDebugStringConvertibl
         self.init(kind: .structure(properties: values, orderedKeys: order), id: id)
     }
 
+    /// A structure with `properties` in the order given; a name that comes again keeps its
+    /// first position and takes what `combine` makes of its value so far and the new one.
+    public init<S: Sequence>(properties: S, id: GenerationID? = nil,
+                             uniquingKeysWith combine: (GeneratedContent, GeneratedContent) throws -> some ConvertibleToGeneratedContent) rethrows
+        where S.Element == (String, any ConvertibleToGeneratedContent) {
+        var values: [String: GeneratedContent] = [:], order: [String] = []
+        for (name, value) in properties {
+            if let earlier = values[name] {
+                values[name] = try combine(earlier, value.generatedContent).generatedContent
+            } else {
+                values[name] = value.generatedContent
+                order.append(name)
+            }
+        }
+        self.init(kind: .structure(properties: values, orderedKeys: order), id: id)
+    }
+
     /// Equal when the values are equal (identifiers are not compared).
     public static func == (a: GeneratedContent, b: GeneratedContent) -> Bool {
         a.kind == b.kind && a.isComplete == b.isComplete
