@@ -528,6 +528,19 @@ struct TripProfile: DynamicProfile {
         #expect(kinds.count >= 2, "six samples keep to one case: \(kinds)")
     }
 
+    /// Apple's pattern for `.required`: the session keeps calling tools until the profile, read
+    /// again after each tool round, changes the mode; tool hooks write session properties.
+    @Test func toolCallingMode_aProfileEndsRequiredCallsAfterItsHooksCountThem() async throws {
+        let session = LanguageModelSession(profile: CallsUntilDone())
+        let first = try await session.respond(to: "Weather?")
+        #expect(first.transcriptEntries.map(\.kind) == ["prompt", "toolCalls", "toolOutput", "toolCalls", "toolOutput", "response"])
+        // The count lives with the session: the next request starts disallowed and calls nothing.
+        let second = try await session.respond(to: "And tomorrow?")
+        #expect(second.transcriptEntries.map(\.kind) == ["prompt", "response"])
+        let other = try await LanguageModelSession(profile: CallsUntilDone()).respond(to: "Weather?")
+        #expect(other.transcriptEntries.filter { $0.kind == "toolCalls" }.count == 2, "each session counts its own calls")
+    }
+
     @Test func profileToolHooks_seeEachCallAndOutput() async throws {
         let log = ChangeCounter()
         let session = LanguageModelSession(profile: ToolProfile(log: log))
@@ -540,6 +553,19 @@ struct TripProfile: DynamicProfile {
 
 extension LanguageModelSession.SessionPropertyValues {
     @SessionPropertyEntry var responsesSeen: Int = 0
+    @SessionPropertyEntry var toolOutputsSeen: Int = 0
+}
+
+/// Requires tool calls until its hook has seen two outputs, then disallows them.
+struct CallsUntilDone: DynamicProfile {
+    @SessionProperty(\.toolOutputsSeen) var seen
+    var body: some DynamicProfile {
+        Profile { Instructions("Plan trips."); ForecastTool() }
+            .model(AppleShapedClientTests.tiny)
+            .onToolOutput { _ in seen += 1 }
+            .toolCallingMode(seen < 2 ? .required : .disallowed)
+            .maximumResponseTokens(40)
+    }
 }
 
 struct CountingProfile: DynamicProfile {

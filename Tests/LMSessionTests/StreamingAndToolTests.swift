@@ -148,12 +148,16 @@ struct StreamingAndToolTests {
         }
     }
 
-    @Test func toolCallingMode_requiredCallsFirstAndDisallowedNever() async throws {
+    /// `.required`, as Apple documents it: the session keeps calling tools (here up to the
+    /// round limit, whose last round answers).
+    @Test func toolCallingMode_requiredCallsEveryRoundAndDisallowedNever() async throws {
         let tool = WeatherTool()
         let session = LanguageModelSession(model: tinyModel, tools: [tool], instructions: Self.instructions)
         let required = try await session.respond(to: "Weather?", options: GenerationOptions(maximumResponseTokens: 30, toolCallingMode: .required))
-        #expect(required.transcriptEntries.map(\.kind).prefix(3) == ["prompt", "toolCalls", "toolOutput"])
-        #expect(tool.calls.value.withLock { $0 } == 1)
+        let rounds = LanguageModelSession.maximumToolRounds
+        let calls: [String] = (0 ..< rounds).flatMap { _ in ["toolCalls", "toolOutput"] }
+        #expect(required.transcriptEntries.map(\.kind) == ["prompt"] + calls + ["response"])
+        #expect(tool.calls.value.withLock { $0 } == rounds)
         // Disallowed: even a model steered straight at the call marker cannot open a call.
         let renderer = PromptRenderer(tokenizer: tokenizer)
         session.setTokenSteering { _ in renderer.toolCall! }
@@ -161,12 +165,22 @@ struct StreamingAndToolTests {
         #expect(plain.transcriptEntries.map(\.kind) == ["prompt", "response"])
         guard case let .response(r) = plain.transcriptEntries.last else { return }
         #expect(!r.tokenIDs.contains(renderer.toolCall!))
-        #expect(tool.calls.value.withLock { $0 } == 1)
+        #expect(tool.calls.value.withLock { $0 } == rounds)
         try await session.expectCacheExact()
         let none = LanguageModelSession(model: tinyModel)
         await #expect(throws: LanguageModelError.invalidOptions(option: "toolCallingMode", reason: ".required needs at least one tool")) {
             try await none.respond(to: "x", options: GenerationOptions(toolCallingMode: .required))
         }
+        // A budget that cannot finish the shortest call is refused before anything is computed.
+        let before = session.transcript
+        do {
+            _ = try await session.respond(to: "Weather?", options: GenerationOptions(maximumResponseTokens: 8, toolCallingMode: .required))
+            Issue.record("a required call was accepted with 8 tokens")
+        } catch let LanguageModelError.invalidOptions(option, reason) {
+            #expect(option == "maximumResponseTokens" && reason.hasPrefix("8 cannot hold the shortest tool call"), "\(reason)")
+        }
+        #expect(session.transcript == before)
+        #expect(tool.calls.value.withLock { $0 } == rounds)
     }
 
     @Test func respondGenerating_withToolsCallsThemBeforeTheValue() async throws {
@@ -174,8 +188,10 @@ struct StreamingAndToolTests {
         let session = LanguageModelSession(model: tinyModel, tools: [tool], instructions: Self.instructions)
         let response = try await session.respond(to: "Plan my day.", generating: DayQuery.self,
                                                  options: GenerationOptions(maximumResponseTokens: 30, toolCallingMode: .required))
-        #expect(response.transcriptEntries.map(\.kind) == ["prompt", "toolCalls", "toolOutput", "response"])
-        #expect(tool.calls.value.withLock { $0 } == 1)
+        let rounds = LanguageModelSession.maximumToolRounds
+        let calls: [String] = (0 ..< rounds).flatMap { _ in ["toolCalls", "toolOutput"] }
+        #expect(response.transcriptEntries.map(\.kind) == ["prompt"] + calls + ["response"])
+        #expect(tool.calls.value.withLock { $0 } == rounds)
         guard case let .response(r) = response.transcriptEntries.last else { return }
         #expect(r.structure?.source == "DayQuery")
         #expect(try DayQuery(r.structure!.content).day == response.content.day)

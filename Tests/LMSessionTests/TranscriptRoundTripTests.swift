@@ -100,6 +100,20 @@ struct TranscriptRoundTripTests {
         }
     }
 
+    /// The mode became a struct with a `kind` (Apple's shape); saved options keep the form the
+    /// earlier enum of the same three cases wrote, so older transcripts still read.
+    @Test func toolCallingMode_keepsTheEncodingOfTheEarlierEnum() throws {
+        for (mode, kind, json) in [(GenerationOptions.ToolCallingMode.allowed, GenerationOptions.ToolCallingMode.Kind.allowed, #"{"allowed":{}}"#),
+                                   (.required, .required, #"{"required":{}}"#), (.disallowed, .disallowed, #"{"disallowed":{}}"#)] {
+            #expect(mode.kind == kind)
+            #expect(String(decoding: try JSONEncoder().encode(mode), as: UTF8.self) == json)
+            let saved = #"{"maximumResponseTokens":9,"toolCallingMode":"# + json + "}"
+            #expect(try JSONDecoder().decode(GenerationOptions.self, from: Data(saved.utf8))
+                    == GenerationOptions(maximumResponseTokens: 9, toolCallingMode: mode))
+        }
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(GenerationOptions.ToolCallingMode.self, from: Data(#"{"sometimes":{}}"#.utf8)) }
+    }
+
     @Test func transcript_jsonRoundTripsGeneratedTranscripts() throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys   // dictionaries have no order of their own

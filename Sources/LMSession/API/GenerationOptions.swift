@@ -33,16 +33,6 @@ public struct GenerationOptions: Sendable, Equatable, Codable {
         set { samplingMode = newValue }
     }
 
-    /// Whether a response may call the offered tools.
-    public enum ToolCallingMode: Sendable, Equatable, Codable {
-        /// The model decides (the default).
-        case allowed
-        /// The response starts with a tool call (its arguments decoded under the tool's schema).
-        case required
-        /// No tool call: the call marker is masked out, the tools stay in the instructions.
-        case disallowed
-    }
-
     /// How the next token is chosen.
     public struct SamplingMode: Sendable, Equatable, Codable {
         enum Kind: Sendable, Equatable, Codable {

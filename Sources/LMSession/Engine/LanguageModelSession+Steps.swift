@@ -78,8 +78,14 @@ extension LanguageModelSession {
 
     func runResponseHooks(_ profile: Profile) async throws {
         guard !profile.responseHooks.isEmpty else { return }
+        try await withSessionContext { for hook in profile.responseHooks { try await hook() } }
+    }
+
+    /// Runs `hooks` where `@SessionProperty` reads and writes this session's values, then keeps
+    /// what they changed (custom properties, history).
+    func withSessionContext(_ hooks: () async throws -> Void) async throws {
         let context = SessionContext(state.withLock { .init(history: $0.history, entries: $0.customProperties) })
-        for hook in profile.responseHooks { try await SessionContext.$current.withValue(context) { try await hook() } }
+        try await SessionContext.$current.withValue(context) { try await hooks() }
         let values = context.values
         changing(\.transcript) { $0.history = values.history; $0.customProperties = values.entries }
     }

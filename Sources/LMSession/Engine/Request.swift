@@ -30,7 +30,7 @@ struct Request {
         defer { guidance.giveBack() }
         var decoding = try session.decodingPlan(options, profile: plan.profile)
         decoding.toolsOffered = !plan.tools.isEmpty
-        decoding = try guidance.constrain(decoding, round: 0)
+        decoding = try guidance.constrain(decoding, round: 0, mode: mode)
         // 5. Check the window before computing anything.
         let reserved = try checkWindow(plan.rendered, decoding)
         // 4 and 6. Reuse the cache, prefill the rest, decode; run tools on the way.
@@ -82,7 +82,13 @@ struct Request {
         var added: [Transcript.Entry] = []
         var turn: Turn?
         for round in 0 ... LanguageModelSession.maximumToolRounds {
-            if round > 0 { decoding = try guidance.constrain(first, round: round) }
+            if round > 0 {
+                // The tool hooks may have changed what the profile asks (`.toolCallingMode(done ? .allowed
+                // : .required)`): read the mode again; the instructions and tools stay the request's.
+                let (profile, _, _) = try await session.resolve(runHooks: false)
+                let mode = options.toolCallingMode ?? profile.options.toolCallingMode ?? .allowed
+                decoding = try guidance.constrain(first, round: round, mode: mode)
+            }
             let outcome: RunOutcome
             do {
                 outcome = try await engine.run(rendered, profileSwitched: switched && round == 0, decoding: decoding,

@@ -7,7 +7,6 @@ import LMRuntime
 struct Guidance {
     let engine: SessionEngine
     let format: Transcript.ResponseFormat?
-    let mode: GenerationOptions.ToolCallingMode
     private let structured: (TokenMasker, key: String)?
     private let calls: (TokenMasker, key: String)?
 
@@ -18,7 +17,6 @@ struct Guidance {
     init(format: Transcript.ResponseFormat?, tools: [any Tool], mode: GenerationOptions.ToolCallingMode, engine: SessionEngine) throws {
         self.engine = engine
         self.format = format
-        self.mode = mode
         let grammars = engine.model.grammars
         let structured: (TokenMasker, key: String)?
         do { structured = try format.map { try grammars.take($0.schema) } } catch let error as GenerationSchema.SchemaError {
@@ -44,10 +42,10 @@ struct Guidance {
         if let calls { engine.model.grammars.giveBack(calls.0, key: calls.key) }
     }
 
-    /// `decoding` constrained for tool round `round`: the structured response's guide (checked
-    /// against the budget), a fresh tool-call guide (none in the last round), and whether the
-    /// round must open with a call.
-    func constrain(_ decoding: Decoding, round: Int) throws -> Decoding {
+    /// `decoding` constrained for tool round `round` under `mode`: the structured response's
+    /// guide (checked against the budget), a fresh tool-call guide (none in the last round, none
+    /// when disallowed), and whether the round must open with a call.
+    func constrain(_ decoding: Decoding, round: Int, mode: GenerationOptions.ToolCallingMode) throws -> Decoding {
         var d = decoding
         if let structured, round == 0 {
             let guide = GuidedDecoder(masker: structured.0, stopToken: engine.renderer.end)
@@ -58,9 +56,15 @@ struct Guidance {
             d.guide = guide
         }
         // The last round offers no call: its response must be the answer.
-        let offersCall = round < LanguageModelSession.maximumToolRounds
+        let offersCall = round < LanguageModelSession.maximumToolRounds && mode != .disallowed
         d.toolCall = offersCall ? calls.map { GuidedDecoder(masker: $0.0, stopToken: engine.renderer.end) } : nil
-        d.requiresToolCall = mode == .required && round == 0
+        d.requiresToolCall = mode == .required && d.toolCall != nil
+        // A required call opens at once and must close within the budget: the marker, the
+        // shortest call the grammar allows, the end marker.
+        if d.requiresToolCall, let budget = d.budget, let shortest = d.toolCall?.remaining, budget < 2 + shortest {
+            throw LanguageModelError.invalidOptions(
+                option: "maximumResponseTokens", reason: "\(budget) cannot hold the shortest tool call (\(2 + shortest) tokens), which .required asks for")
+        }
         return d
     }
 
@@ -93,9 +97,9 @@ extension LanguageModelSession {
     /// through `onToolOutput`; returns the two transcript entries it adds.
     func callTool(_ tokens: [Int], profile: Profile, tools: [any Tool], renderer: PromptRenderer) async throws -> [Transcript.Entry] {
         let call = try Self.parseCall(tokens, renderer: renderer)
-        for hook in profile.toolCallHooks { try await hook(call) }
+        try await withSessionContext { for hook in profile.toolCallHooks { try await hook(call) } }
         let output = Transcript.ToolOutput(toolName: call.toolName, text: try await runTool(call, offered: tools))
-        for hook in profile.toolOutputHooks { try await hook(output) }
+        try await withSessionContext { for hook in profile.toolOutputHooks { try await hook(output) } }
         return [.toolCalls(.init(calls: [call], tokenIDs: tokens, assetIDs: [renderer.assetID])), .toolOutput(output)]
     }
 
