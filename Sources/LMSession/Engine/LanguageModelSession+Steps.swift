@@ -77,15 +77,16 @@ extension LanguageModelSession {
     }
 
     func runResponseHooks(_ profile: Profile) async throws {
-        guard !profile.responseHooks.isEmpty else { return }
-        try await withSessionContext { for hook in profile.responseHooks { try await hook() } }
+        try await run(profile.responseHooks) { try await $0() }
     }
 
-    /// Runs `hooks` where `@SessionProperty` reads and writes this session's values, then keeps
-    /// what they changed (custom properties, history).
-    func withSessionContext(_ hooks: () async throws -> Void) async throws {
+    /// Runs each of `hooks` through `call` where `@SessionProperty` reads and writes this
+    /// session's values, then keeps what they changed (custom properties, history). Without
+    /// hooks it does nothing, so observers see no change.
+    func run<Hook>(_ hooks: [Hook], _ call: (Hook) async throws -> Void) async throws {
+        guard !hooks.isEmpty else { return }
         let context = SessionContext(state.withLock { .init(history: $0.history, entries: $0.customProperties) })
-        try await SessionContext.$current.withValue(context) { try await hooks() }
+        try await SessionContext.$current.withValue(context) { for hook in hooks { try await call(hook) } }
         let values = context.values
         changing(\.transcript) { $0.history = values.history; $0.customProperties = values.entries }
     }

@@ -97,9 +97,9 @@ extension LanguageModelSession {
     /// through `onToolOutput`; returns the two transcript entries it adds.
     func callTool(_ tokens: [Int], profile: Profile, tools: [any Tool], renderer: PromptRenderer) async throws -> [Transcript.Entry] {
         let call = try Self.parseCall(tokens, renderer: renderer)
-        try await withSessionContext { for hook in profile.toolCallHooks { try await hook(call) } }
+        try await run(profile.toolCallHooks) { try await $0(call) }
         let output = Transcript.ToolOutput(toolName: call.toolName, text: try await runTool(call, offered: tools))
-        try await withSessionContext { for hook in profile.toolOutputHooks { try await hook(output) } }
+        try await run(profile.toolOutputHooks) { try await $0(output) }
         return [.toolCalls(.init(calls: [call], tokenIDs: tokens, assetIDs: [renderer.assetID])), .toolOutput(output)]
     }
 
