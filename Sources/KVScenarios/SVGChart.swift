@@ -15,7 +15,7 @@ package struct SVGChart {
     static let panelWidth = (width - 3 * margin) / 2, plotWidth = 245.0, plotHeight = 118.0
     static let baselineName = "stable-append"
 
-    /// Series colours per position in a group (groups hold at most three scenarios), light and dark.
+    /// Series colours per position in a group (groups hold at most four scenarios), light and dark.
     static let series = [("#1f6fb4", "#6cb6ff"), ("#d1495b", "#ff8182"), ("#2f9e44", "#7ee787"), ("#9c6ade", "#d2a8ff")]
 
     private var groups: [(group: Int, results: [ScenarioResult])] {

@@ -62,6 +62,26 @@ struct ModeProfile: DynamicProfile {
     }
 }
 
+/// Tools the app wants only on some turns (`flags.flag`): either left out of the profile on the
+/// others, or kept in it with tool calls disallowed there.
+struct ToolGateProfile: DynamicProfile {
+    let model: any LanguageModel
+    let flags: Flags
+    let removesTools: Bool
+    var body: some DynamicProfile {
+        LanguageModelSession.Profile {
+            Instructions(ScenarioTexts.travelInstructions)
+            if flags.flag || !removesTools {
+                ScenarioTool.weather
+                ScenarioTool.restaurants
+                ScenarioTool.calendar
+            }
+        }
+        .model(model)
+        .toolCallingMode(flags.flag || removesTools ? .allowed : .disallowed)
+    }
+}
+
 /// The scenarios `kvbench` runs, in table order.
 public enum ScenarioCatalog {
     /// Every scenario: groups 1–10 on each session's own cache, then sharing and relaunching,
@@ -91,6 +111,12 @@ public enum ScenarioCatalog {
         },
         Scenario(name: "tools-up-front", group: 5, title: "All tools declared from the first turn") { c in
             try await tools(c, upFront: true)
+        },
+        Scenario(name: "tools-removed-when-unused", group: 5, title: "Tools left out of the profile on turns that should not call them") { c in
+            try await toolGate(c, removesTools: true)
+        },
+        Scenario(name: "tools-disallowed-when-unused", group: 5, title: "The same tools kept, with calls disallowed on those turns") { c in
+            try await toolGate(c, removesTools: false)
         },
         Scenario(name: "strip-debug", group: 6, title: "Stateless in-place transform: strip debug metadata") { c in
             let profile = LanguageModelSession.Profile { Instructions(ScenarioTexts.cookingInstructions) }
@@ -145,7 +171,7 @@ public enum ScenarioCatalog {
 
     /// The instruction texts the scenarios use, and the focus messages' prompts (tests count their tokens).
     public static let texts = (coach: ScenarioTexts.coachInstructions, cooking: ScenarioTexts.cookingInstructions,
-                               focus: ScenarioTexts.focusInstructions, focusPrompts: ScenarioTexts.focusPrompts,
+                               travel: ScenarioTexts.travelInstructions, focus: ScenarioTexts.focusInstructions, focusPrompts: ScenarioTexts.focusPrompts,
                                focusAt: ScenarioTexts.focusInstructions(at:))
 
     /// The scenario named `name`.
@@ -158,7 +184,7 @@ public enum ScenarioCatalog {
         case 2: "A changing line at the top of the instructions"
         case 3: "The same line at the bottom instead"
         case 4: "Dynamic instructions: where a conditional is declared"
-        case 5: "Tools: added midway vs declared up front"
+        case 5: "Tools: added midway vs up front; removed vs disallowed"
         case 6: "History transforms: stateless vs stateful"
         case 7: "Near the context limit: trim vs consolidate"
         case 8: "A new session's first turn: cold vs prewarmed"
@@ -220,6 +246,17 @@ public enum ScenarioCatalog {
         })
         for t in 0 ..< c.turns {
             flags.flag = t >= c.turns / 2
+            try await c.turn(t, session, ScenarioTexts.prompt(ScenarioTexts.travelPrompts, turn: t))
+        }
+    }
+
+    /// A travel chat that wants its tools on every other turn (planning) and not between (small
+    /// talk): removed there, the tool definitions change every turn; disallowed, nothing does.
+    static func toolGate(_ c: ScenarioContext, removesTools: Bool) async throws {
+        let flags = Flags()
+        let session = LanguageModelSession(profile: ToolGateProfile(model: c.model, flags: flags, removesTools: removesTools))
+        for t in 0 ..< c.turns {
+            flags.flag = t % 2 == 0
             try await c.turn(t, session, ScenarioTexts.prompt(ScenarioTexts.travelPrompts, turn: t))
         }
     }

@@ -72,6 +72,21 @@ struct ScenarioTests {
         #expect(last[toggle].input_tokens == first[toggle].input_tokens)
     }
 
+    @Test func toolGate_disallowingKeepsTheCacheWhereRemovingRecomputesEveryTurn() async throws {
+        let removed = try await run("tools-removed-when-unused"), disallowed = try await run("tools-disallowed-when-unused")
+        // Where the tools go or come back, at the end of the instruction text: its closing marker
+        // when they go, the first definition when they come back. Everything after is recomputed.
+        let instructions = 2 + Self.tokenizer.encode(ScenarioCatalogProbe.travelInstructions, bos: false).count
+        for (i, turn) in removed.enumerated().dropFirst() {
+            #expect(turn.invalidated_at == instructions && turn.cached_tokens == instructions, "turn \(turn.turn)")
+            #expect(turn.invalidated_segment == (i % 2 == 1 ? "instructions (text 0)" : "tool definition 'weather'"))
+        }
+        for (previous, turn) in zip(disallowed, disallowed.dropFirst()) {
+            #expect(turn.invalidated_at == nil && turn.cached_tokens == previous.input_tokens + previous.output_tokens + 1)
+        }
+        #expect(disallowed.map(\.recomputed_tokens).reduce(0, +) < removed.map(\.recomputed_tokens).reduce(0, +))
+    }
+
     @Test func firstTurn_prewarmCachesTheInstructionsAndPrefix() async throws {
         let cold = try await run("first-turn-cold"), warm = try await run("first-turn-prewarm")
         let prefix = try await run("first-turn-prewarm-prefix")
@@ -176,6 +191,7 @@ enum ScenarioCatalogProbe {
     static func focusInstructions(at t: Int) -> String { ScenarioCatalog.texts.focusAt(t) }
     static var coachInstructions: String { ScenarioCatalog.texts.coach }
     static var cookingInstructions: String { ScenarioCatalog.texts.cooking }
+    static var travelInstructions: String { ScenarioCatalog.texts.travel }
 }
 
 /// The projected on-device time to first token counts the weight bytes at their precision.
