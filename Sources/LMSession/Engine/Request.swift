@@ -84,10 +84,10 @@ struct Request {
         for round in 0 ... LanguageModelSession.maximumToolRounds {
             if round > 0 {
                 // The tool hooks may have changed what the profile asks (`.toolCallingMode(done ? .allowed
-                // : .required)`): read the mode again; the instructions and tools stay the request's.
-                let (profile, _, _) = try await session.resolve(runHooks: false)
-                let mode = options.toolCallingMode ?? profile.options.toolCallingMode ?? .allowed
-                decoding = try guidance.constrain(first, round: round, mode: mode)
+                // : .required)`): read its mode again; the instructions and tools stay the request's.
+                var mode = options.toolCallingMode
+                if mode == nil { mode = try await session.resolve(runHooks: false).0.options.toolCallingMode }
+                decoding = try guidance.constrain(first, round: round, mode: mode ?? .allowed)
             }
             let outcome: RunOutcome
             do {
