@@ -31,6 +31,8 @@ enum DiskTierError: Error, CustomStringConvertible {
 final class DiskTier<Value: Codable & Sendable> {
     let directory: URL
     let byteLimit: Int
+    /// What every process sharing the directory invalidated, in order.
+    let journal: InvalidationJournal
     private let fm = FileManager.default
     static var suffix: String { ".entry.json" }
     static var temporaryMarker: String { ".tmp-" }
@@ -49,6 +51,7 @@ final class DiskTier<Value: Codable & Sendable> {
         } catch {
             throw DiskTierError.unusable(directory.path, reason: "\(error.localizedDescription)")
         }
+        journal = try InvalidationJournal(directory: directory, marker: Self.temporaryMarker)
         AtomicFile.removeAbandonedTemporaryFiles(in: directory, marker: Self.temporaryMarker)
     }
 
@@ -98,23 +101,6 @@ final class DiskTier<Value: Codable & Sendable> {
     }
 
     func remove(_ digest: String) { try? fm.removeItem(at: file(digest)) }
-
-    /// The file whose contents every invalidation replaces (16 random bytes), in whichever process
-    /// sharing the directory: a generation that sees it change while it runs was made from data
-    /// someone declared stale.
-    private var invalidationFile: URL { directory.appendingPathComponent(".invalidated") }
-
-    /// The contents of the invalidation file (`nil`: no invalidation yet).
-    func invalidationStamp() -> Data? { fm.contents(atPath: invalidationFile.path) }
-
-    /// Replaces the invalidation file's contents with new random bytes, atomically.
-    /// - Returns: the new contents (`nil` if the write failed; nothing else depends on it).
-    @discardableResult
-    func markInvalidation() -> Data? {
-        var generator = SystemRandomNumberGenerator()
-        let stamp = Data((0 ..< 16).map { _ in UInt8.random(in: 0 ... 255, using: &generator) })
-        return (try? AtomicFile.write(stamp, to: invalidationFile, marker: Self.temporaryMarker, durable: false)).map { _ in stamp }
-    }
 
     /// Every readable entry (corrupt files are skipped; `read` removes them when asked for).
     func envelopes() -> [Envelope<Value>] {

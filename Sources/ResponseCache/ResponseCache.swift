@@ -48,11 +48,13 @@ public actor ResponseCache<Value: Codable & Sendable> {
     private var disk: DiskTier<Value>?
     private var inFlight: [String: Flight] = [:]
     private var invalidatedFlights: Set<Int> = []
-    /// For each running generation, the disk directory's invalidation stamp when it started (or
-    /// when this cache last invalidated): a different stamp at its end means another process
-    /// sharing the directory invalidated something meanwhile.
-    private var flightStamps: [Int: Data?] = [:]
+    /// For each running generation, where the disk directory's invalidation journal stood when it
+    /// started: at its end, the entries since then say whether any process sharing the directory
+    /// invalidated its key meanwhile (`nil`: the journal could not be read, so it may have).
+    private var flightMarks: [Int: InvalidationJournal.Mark?] = [:]
     private var flightCount = 0
+    /// How far this cache has followed the directory's invalidation journal (``followJournal()``).
+    private var journalSeen: InvalidationJournal.Mark?
     private var backgroundRefreshes: [Task<Void, Never>] = []
 
     /// A cache; when the disk directory is unusable the cache runs from memory and says so in
@@ -65,6 +67,7 @@ public actor ResponseCache<Value: Codable & Sendable> {
             do {
                 let tier = try DiskTier<Value>(directory: directory, byteLimit: configuration.diskByteLimit)
                 disk = tier
+                journalSeen = tier.journal.mark()
                 metrics.bytesOnDisk = tier.byteCount
             } catch {
                 metrics.lastDiskError = "\(error)"
@@ -151,16 +154,16 @@ public actor ResponseCache<Value: Codable & Sendable> {
         flightCount += 1
         let id = flightCount, task = Task { try await generate() }
         inFlight[key.digest] = Flight(id: id, key: key, task: task)
-        if let disk { flightStamps[id] = disk.invalidationStamp() }
+        if let disk { flightMarks[id] = disk.journal.mark() }
         defer {
             if inFlight[key.digest]?.id == id { inFlight[key.digest] = nil }
             invalidatedFlights.remove(id)
-            flightStamps[id] = nil
+            flightMarks[id] = nil
         }
         metrics.generations += 1
         if isRefresh { metrics.refreshes += 1 }
         let value = try await task.value
-        if invalidatedFlights.contains(id) || disk.map({ $0.invalidationStamp() != flightStamps[id] }) == true {
+        if invalidatedFlights.contains(id) || disk.map({ $0.journal.invalidates(key, since: flightMarks[id] ?? nil) }) == true {
             metrics.discardedGenerations += 1
         } else {
             store(key, value)
@@ -195,9 +198,10 @@ public actor ResponseCache<Value: Codable & Sendable> {
 
     /// A valid cached answer without counting it (memory first, then disk, promoted on a hit).
     private func peek(_ key: CacheKey) -> CacheAnswer<Value>? {
+        followJournal()
         let now = clock.now
         if let entry = memory.get(key.digest), stillOnDisk(entry) {
-            if isExpired(entry.created, now) { invalidate(key: key); return nil }
+            if isExpired(entry.created, now) { remove(key); return nil }
             return CacheAnswer(value: entry.value, origin: .memory, isStale: isStale(entry.created, now), generatedAt: entry.created)
         }
         guard let disk else { return nil }
@@ -209,7 +213,7 @@ public actor ResponseCache<Value: Codable & Sendable> {
             metrics.bytesOnDisk = disk.byteCount
             return nil
         case let .success((envelope, inode)?):
-            if isExpired(envelope.created, now) { invalidate(key: key); return nil }
+            if isExpired(envelope.created, now) { remove(key); return nil }
             metrics.evictions += memory.put(.init(key: envelope.key, value: envelope.value, created: envelope.created,
                                                   bytes: encodedSize(envelope.value), file: (inode, now)))
             return CacheAnswer(value: envelope.value, origin: .disk, isStale: isStale(envelope.created, now),
@@ -230,6 +234,22 @@ public actor ResponseCache<Value: Codable & Sendable> {
             // The disk went away: keep serving from memory and say why.
             metrics.lastDiskError = "\(error)"
             self.disk = nil
+        }
+    }
+
+    /// Drops from memory the entries that invalidations recorded in the directory's journal since
+    /// the last look matched, whichever process made them; when the journal cannot say (a new
+    /// epoch, a damaged file), every entry that came from or went to the disk. The file check below
+    /// cannot do this alone: a file removed by an invalidation and written again by a regeneration
+    /// may get the same inode number back.
+    private func followJournal() {
+        guard let disk else { return }
+        if let seen = journalSeen, let changes = disk.journal.changes(since: seen) {
+            for entry in changes.entries { memory.removeAll { InvalidationJournal.entry(entry, matches: $0.key) } }
+            journalSeen = changes.now
+        } else {
+            memory.removeAll { $0.file != nil }
+            journalSeen = disk.journal.mark()
         }
     }
 
@@ -267,46 +287,47 @@ public actor ResponseCache<Value: Codable & Sendable> {
 
     /// Removes the entry for `key` from both tiers.
     ///
-    /// Every invalidation also reaches generations still running for matching keys: their
-    /// callers get the result, but it is not stored, and a request arriving after the
-    /// invalidation starts a generation of its own instead of joining the old one.
-    public func invalidate(key: CacheKey) {
+    /// Every invalidation also reaches generations still running for matching keys, in this cache
+    /// and in any other process sharing its disk directory: their callers get the result, but it
+    /// is not stored, and a request arriving after the invalidation starts a generation of its
+    /// own instead of joining the old one.
+    public func invalidate(key: CacheKey) { invalidate(.key(digest: key.digest)) }
+
+    /// Removes every entry carrying `tag`.
+    public func invalidate(tag: String) { invalidate(.tag(tag)) }
+
+    /// Removes every entry made from data with this fingerprint.
+    public func invalidate(dataFingerprint: String) { invalidate(.dataFingerprint(dataFingerprint)) }
+
+    /// Removes everything.
+    public func invalidateAll() { invalidate(.all) }
+
+    /// Records the invalidation in the directory's journal first (so a generation of another process
+    /// that ends after the files are gone finds it there), then removes what matches from both
+    /// tiers and abandons matching generations of this cache.
+    private func invalidate(_ scope: InvalidationScope) {
+        if let recorded = disk?.journal.record(scope), let before = recorded.before, before == journalSeen {
+            journalSeen = recorded.after   // nothing new but this cache's own entry
+        }
+        if case let .key(digest) = scope {
+            memory.remove(digest)
+            disk?.remove(digest)
+        } else {
+            memory.removeAll { scope.matches($0.key) }
+            if let disk {
+                for envelope in disk.envelopes() where scope.matches(envelope.key) { disk.remove(envelope.key.digest) }
+            }
+        }
+        metrics.bytesOnDisk = disk?.byteCount ?? 0
+        abandonFlights(where: scope.matches)
+    }
+
+    /// Removes an expired entry from both tiers: not an invalidation (its data did not change),
+    /// so running generations are left alone.
+    private func remove(_ key: CacheKey) {
         memory.remove(key.digest)
         disk?.remove(key.digest)
         metrics.bytesOnDisk = disk?.byteCount ?? 0
-        abandonFlights { $0.digest == key.digest }
-        announceInvalidation()
-    }
-
-    /// Removes every entry carrying `tag`.
-    public func invalidate(tag: String) { invalidate { $0.tags.contains(tag) } }
-
-    /// Removes every entry made from data with this fingerprint.
-    public func invalidate(dataFingerprint: String) { invalidate { $0.dataFingerprint == dataFingerprint } }
-
-    /// Removes everything.
-    public func invalidateAll() { invalidate { _ in true } }
-
-    private func invalidate(where matches: (CacheKey) -> Bool) {
-        memory.removeAll { matches($0.key) }
-        if let disk {
-            for envelope in disk.envelopes() where matches(envelope.key) { disk.remove(envelope.key.digest) }
-            metrics.bytesOnDisk = disk.byteCount
-        }
-        abandonFlights(where: matches)
-        announceInvalidation()
-    }
-
-    /// Tells other processes sharing the directory that something was invalidated (their running
-    /// generations will not be stored), without counting this cache's own announcement against
-    /// its own generations: those the invalidation matched are already marked. A running
-    /// generation that saw another process's announcement before this one is marked first.
-    private func announceInvalidation() {
-        guard let disk else { return }
-        let current = disk.invalidationStamp()
-        for (id, stamp) in flightStamps where stamp != current { invalidatedFlights.insert(id) }
-        let new = disk.markInvalidation()
-        for id in flightStamps.keys { flightStamps[id] = new }
     }
 
     /// Marks running generations for matching keys so their results are not stored, and

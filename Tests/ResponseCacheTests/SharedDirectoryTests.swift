@@ -1,5 +1,5 @@
 import Foundation
-import ResponseCache
+@testable import ResponseCache
 import Testing
 
 /// One disk directory shared by caches running at the same time, as an app and its extensions
@@ -63,6 +63,29 @@ struct SharedDirectoryTests {
         #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.origin == .memory)
     }
 
+    /// Memory follows the journal: an invalidation of something else, in this cache or another,
+    /// leaves an entry in memory; a new journal (this one could not see what the old one's last
+    /// entries were) sends every entry back to the disk once.
+    @Test func value_fromMemorySurvivesUnrelatedInvalidationsNotANewJournal() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let app = ResponseCache<String>(configuration: .init(directory: directory))
+        let widget = ResponseCache<String>(configuration: .init(directory: directory))
+        let key = CacheKey(parts: ["screen"], tags: ["home"]), generate = Generator()
+        await app.invalidate(tag: "weather")
+        _ = try await app.value(for: key) { try await generate("screen") }
+        #expect(try await app.value(for: key, policy: .cacheOnly) { "" }.origin == .memory)
+        #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.origin == .disk)
+        await app.invalidate(tag: "weather")
+        await widget.invalidate(key: CacheKey(parts: ["other screen"]))
+        #expect(try await app.value(for: key, policy: .cacheOnly) { "" }.origin == .memory)
+        #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.origin == .memory)
+        for day in 0 ..< InvalidationJournal.capacity { await widget.invalidate(tag: "weather \(day)") }
+        #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.origin == .memory)   // its own entries
+        #expect(try await app.value(for: key, policy: .cacheOnly) { "" }.origin == .disk)
+        #expect(try await app.value(for: key, policy: .cacheOnly) { "" }.origin == .memory)
+        #expect(generate.runs == 1)
+    }
+
     /// An entry larger than the disk allows is evicted from it at once; memory still answers for
     /// it (it was never a file another process could invalidate), with no generation again.
     @Test func value_answersFromMemoryForAnEntryTheDiskCouldNotKeep() async throws {
@@ -70,7 +93,7 @@ struct SharedDirectoryTests {
         let cache = ResponseCache<String>(configuration: .init(directory: directory, diskByteLimit: 64))
         let key = CacheKey(parts: ["long"]), generate = Generator()
         _ = try await cache.value(for: key) { try await generate(String(repeating: "long answer ", count: 20)) }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).allSatisfy { $0.hasPrefix(".invalidations") })
         #expect(try await cache.value(for: key) { try await generate("long") }.origin == .memory)
         #expect(generate.runs == 1)
     }
@@ -83,7 +106,7 @@ struct SharedDirectoryTests {
         let cache = ResponseCache<String>(configuration: .init(directory: directory), clock: clock)
         let key = CacheKey(parts: ["screen"]), generate = Generator()
         _ = try await cache.value(for: key) { try await generate("screen") }
-        let file = directory.appendingPathComponent(try #require(try FileManager.default.contentsOfDirectory(atPath: directory.path).first))
+        let file = directory.appendingPathComponent(try #require(try FileManager.default.contentsOfDirectory(atPath: directory.path).first { $0.hasSuffix(".entry.json") }))
         func modified() throws -> Date { try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.modificationDate] as? Date) }
         let old = Date(timeIntervalSinceNow: -3_600)
         try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: file.path)
@@ -94,25 +117,140 @@ struct SharedDirectoryTests {
         #expect(try modified() > Date(timeIntervalSinceNow: -60))
     }
 
-    /// A generation running in one cache while the other invalidates (anything) returns its value
-    /// to its callers but does not store it: it may have been made from the data just declared
-    /// stale. This cache's own unrelated invalidations do not count against it.
-    @Test func generation_isNotStoredWhenAnotherCacheInvalidatesWhileItRuns() async throws {
+    /// Starts a generation for `key` in `cache` that runs until the returned continuation yields,
+    /// and waits until it has begun.
+    private func holdGeneration(_ cache: ResponseCache<String>, _ key: CacheKey)
+        async -> (Task<CacheAnswer<String>, any Error>, AsyncStream<Void>.Continuation) {
+        let (release, gate) = AsyncStream<Void>.makeStream()
+        let started = await cache.metrics.generations
+        let running = Task {
+            try await cache.value(for: key, policy: .generateIgnoringCache) { for await _ in release { break }; return "summary" }
+        }
+        while await cache.metrics.generations == started { await Task.yield() }
+        return (running, gate)
+    }
+
+    /// A generation running in one cache while either cache invalidates its key, a tag it carries,
+    /// its data or everything returns its value to its callers but is not stored: it may have been
+    /// made from the data just declared stale. Invalidations of other keys, tags or data, in either
+    /// cache, leave it to be stored.
+    @Test(arguments: ["key", "tag", "data", "all", "other key", "other tag", "other data"], [true, false])
+    func generation_isStoredUnlessAnInvalidationInEitherCacheMatchesIt(_ kind: String, foreign: Bool) async throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let app = ResponseCache<String>(configuration: .init(directory: directory))
         let widget = ResponseCache<String>(configuration: .init(directory: directory))
-        for foreign in [true, false] {
-            let key = CacheKey(parts: ["inventory summary", "\(foreign)"], tags: ["inventory"])
-            let (release, gate) = AsyncStream<Void>.makeStream()
-            let started = await app.metrics.generations
-            let running = Task { try await app.value(for: key) { for await _ in release { break }; return "summary" } }
-            while await app.metrics.generations == started { await Task.yield() }
-            if foreign { await widget.invalidate(tag: "inventory") } else { await app.invalidate(tag: "weather") }
-            gate.yield()
-            #expect(try await running.value.value == "summary")   // the callers get it either way
-            let stored = try await widget.value(for: key, policy: .cacheOnly) { "" }.origin
-            #expect(stored == (foreign ? .none : .disk), "invalidated by the \(foreign ? "other cache" : "same cache, another tag")")
-            #expect(await app.metrics.discardedGenerations == 1)
+        let key = CacheKey(parts: ["inventory summary"], dataFingerprint: "rows-41", tags: ["inventory", "home"])
+        let (running, gate) = await holdGeneration(app, key)
+        let invalidating = foreign ? widget : app
+        switch kind {
+        case "key": await invalidating.invalidate(key: key)
+        case "tag": await invalidating.invalidate(tag: "home")
+        case "data": await invalidating.invalidate(dataFingerprint: "rows-41")
+        case "all": await invalidating.invalidateAll()
+        case "other key": await invalidating.invalidate(key: CacheKey(parts: ["inventory summary"], dataFingerprint: "rows-42"))
+        case "other tag": await invalidating.invalidate(tag: "weather")
+        default: await invalidating.invalidate(dataFingerprint: "rows-42")
         }
+        gate.yield()
+        #expect(try await running.value.value == "summary")   // the callers get it either way
+        let matches = !kind.hasPrefix("other")
+        let stored = try await widget.value(for: key, policy: .cacheOnly) { "" }.origin
+        #expect(stored == (matches ? .none : .disk), "\(kind), invalidated by the \(foreign ? "other" : "same") cache")
+        #expect(await app.metrics.discardedGenerations == (matches ? 1 : 0))
+    }
+
+    /// The journal holds no tag or data fingerprint text (they may name a user or a document),
+    /// only their hashes, and stays a valid journal after every invalidation.
+    @Test func journal_holdsHashesNotTagsOrFingerprints() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cache = ResponseCache<String>(configuration: .init(directory: directory))
+        await cache.invalidate(tag: "alice@example.com")
+        await cache.invalidate(dataFingerprint: "contacts-of-alice")
+        await cache.invalidate(key: CacheKey(parts: ["prompt about alice"]))
+        let journal = try String(contentsOf: directory.appendingPathComponent(".invalidations"), encoding: .utf8)
+        let lines = journal.split(separator: "\n")
+        #expect(lines.count == 4 && lines[0].hasPrefix("kvsession-invalidations 1 "))
+        #expect(lines.dropFirst().map(\.first) == ["t", "d", "k"])
+        #expect(!journal.contains("alice"))
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(Set(names) == [".invalidations", ".invalidations.lock"])
+    }
+
+    /// When the journal fills up, the next invalidation starts a new one; a generation that began
+    /// in the old one cannot tell what the lost entries were and is not stored, one that begins in
+    /// the new one is judged by its entries again.
+    @Test func generation_thatSpansANewJournalIsNotStored() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let app = ResponseCache<String>(configuration: .init(directory: directory))
+        let widget = ResponseCache<String>(configuration: .init(directory: directory))
+        let key = CacheKey(parts: ["inventory summary"], tags: ["inventory"])
+        let (running, gate) = await holdGeneration(app, key)
+        for day in 0 ... InvalidationJournal.capacity { await widget.invalidate(tag: "weather \(day)") }
+        gate.yield()
+        _ = try await running.value
+        #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.origin == .none)
+        let journal = try Data(contentsOf: directory.appendingPathComponent(".invalidations"))
+        #expect(journal.count < 200)   // the new journal: its header and one entry
+        let (again, release) = await holdGeneration(app, key)
+        await widget.invalidate(tag: "weather")
+        release.yield()
+        _ = try await again.value
+        #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.origin == .disk)
+    }
+
+    /// A journal that does not read (torn, garbled, or replaced by something else) while a generation
+    /// runs keeps that generation from being stored; the next invalidation replaces it with a valid
+    /// journal and later generations are judged by their entries again.
+    @Test(arguments: ["torn entry", "garbled header", "not a journal"])
+    func generation_isNotStoredWhenTheJournalDoesNotRead(_ damage: String) async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let app = ResponseCache<String>(configuration: .init(directory: directory))
+        let widget = ResponseCache<String>(configuration: .init(directory: directory))
+        let file = directory.appendingPathComponent(".invalidations")
+        let key = CacheKey(parts: ["inventory summary"], tags: ["inventory"])
+        let (running, gate) = await holdGeneration(app, key)
+        switch damage {
+        case "torn entry":
+            let handle = try FileHandle(forWritingTo: file)
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data("t 0123".utf8))
+            try handle.close()
+        case "garbled header":
+            var bytes = try Data(contentsOf: file)
+            bytes[3] = UInt8(ascii: "X")
+            try bytes.write(to: file)
+        default:
+            try Data(repeating: 0xFF, count: 300).write(to: file)
+        }
+        gate.yield()
+        _ = try await running.value
+        #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.origin == .none, "\(damage)")
+        await widget.invalidate(tag: "weather")
+        let journal = try String(contentsOf: file, encoding: .utf8)
+        #expect(journal.hasPrefix("kvsession-invalidations 1 ") && journal.split(separator: "\n").count == 2)
+        let (again, release) = await holdGeneration(app, key)
+        await widget.invalidate(tag: "weather")
+        release.yield()
+        _ = try await again.value
+        #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.origin == .disk)
+    }
+
+    /// An entry that expired (TTL) and is removed on lookup is not an invalidation: its data did not
+    /// change, so a generation another process is running at the time is still stored.
+    @Test func expiry_isNotAnInvalidation() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let clock = ManualCacheClock()
+        let configuration = ResponseCache<String>.Configuration(directory: directory, timeToLive: 60)
+        let app = ResponseCache<String>(configuration: configuration, clock: clock)
+        let widget = ResponseCache<String>(configuration: configuration, clock: clock)
+        let old = CacheKey(parts: ["yesterday"])
+        _ = try await widget.value(for: old) { "yesterday" }
+        clock.advance(by: 61)
+        let key = CacheKey(parts: ["inventory summary"])
+        let (running, gate) = await holdGeneration(app, key)
+        #expect(try await widget.value(for: old, policy: .cacheOnly) { "" }.origin == .none)   // expired, removed
+        gate.yield()
+        _ = try await running.value
+        #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.origin == .disk)
     }
 }
