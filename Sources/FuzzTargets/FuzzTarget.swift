@@ -18,6 +18,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case transcript
     /// A response-cache entry file, read by a cache on its directory.
     case responseCacheEntry = "response-cache-entry"
+    /// A response-cache directory's invalidation journal, read by a lookup and at a generation's
+    /// end, appended to or replaced by an invalidation.
+    case invalidationJournal = "invalidation-journal"
     /// A prefix-store file, restored by a store on its directory.
     case prefixStoreFile = "prefix-store-file"
     /// A GGUF model file: header, metadata, tensor directory, vocabulary; a loadable model runs a step.
@@ -41,6 +44,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .config: Self.config(data)
         case .transcript: Self.transcript(data)
         case .responseCacheEntry: Self.responseCacheEntry(data)
+        case .invalidationJournal: Self.invalidationJournal(data)
         case .prefixStoreFile: Self.prefixStoreFile(data)
         case .gguf: Self.gguf(data)
         case .generatedContent: Self.generatedContent(data)
@@ -101,6 +105,22 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let done = DispatchSemaphore(value: 0)
         Task {
             _ = try? await cache.value(for: key, policy: .cacheOnly) { "" }
+            done.signal()
+        }
+        done.wait()
+    }
+
+    static func invalidationJournal(_ data: Data) {
+        let directory = scratch.appendingPathComponent("journal")
+        let key = CacheKey(parts: ["fuzz"], dataFingerprint: "rows", tags: ["fuzz"])
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let cache = ResponseCache<String>(configuration: .init(directory: directory))
+        guard (try? data.write(to: directory.appendingPathComponent(".invalidations"))) != nil else { return }
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            _ = try? await cache.value(for: key, policy: .generateIgnoringCache) { "fuzz" }   // reads it twice
+            await cache.invalidate(tag: "fuzz")                                               // appends or replaces
+            _ = try? await cache.value(for: key, policy: .cacheOnly) { "" }                  // follows it
             done.signal()
         }
         done.wait()
