@@ -78,6 +78,78 @@ struct DynamicInstructionsTests {
         #expect(longer.usage.output.totalTokenCount == 5)
     }
 
+    /// Shortens responses while the app says so; returns the content either way.
+    struct Brief: LanguageModelSession.DynamicProfileModifier {
+        let state: AppState
+        func body(content: Content) -> some DynamicProfile {
+            if state.flag { content.maximumResponseTokens(2) } else { content }
+        }
+    }
+
+    /// Replaces the profile with one of its own while the app says so.
+    struct Takeover: LanguageModelSession.DynamicProfileModifier {
+        let state: AppState
+        func body(content: Content) -> some DynamicProfile {
+            if state.flag {
+                LanguageModelSession.Profile { Instructions("You only say hello.") }.maximumResponseTokens(3).model(tinyModel)
+            } else {
+                content
+            }
+        }
+    }
+
+    /// A modifier's condition that returns its content either way changes the options, not the
+    /// profile: no switch, the cache is kept, and the modifier's options apply.
+    @Test func modifier_conditionOverItsContentKeepsTheCache() async throws {
+        let state = AppState()
+        let profile = LanguageModelSession.Profile { Instructions("Be brief.") }.maximumResponseTokens(4).model(tinyModel)
+        let session = LanguageModelSession(profile: profile.modifier(Brief(state: state)))
+        let first = try await session.respond(to: "Hi")
+        #expect(first.usage.output.totalTokenCount == 4)
+        state.flag = true
+        let brief = try await session.respond(to: "Again")
+        #expect(brief.usage.output.totalTokenCount == 2)
+        #expect(brief.invalidation == nil && brief.usage.input.cachedTokenCount > 0)
+        try await session.expectCacheExact()
+    }
+
+    /// A modifier's branch that returns a profile of its own is a profile switch, both ways.
+    @Test func modifier_branchWithAProfileOfItsOwnIsASwitch() async throws {
+        let state = AppState()
+        let profile = LanguageModelSession.Profile { Instructions("Be brief.") }.maximumResponseTokens(4).model(tinyModel)
+        let session = LanguageModelSession(profile: profile.modifier(Takeover(state: state)))
+        _ = try await session.respond(to: "Hi")
+        state.flag = true
+        let taken = try await session.respond(to: "Again")
+        #expect(taken.invalidation?.reason == .profileSwitch && taken.usage.output.totalTokenCount == 3)
+        let kept = try await session.respond(to: "Once more")
+        #expect(kept.invalidation == nil)
+        state.flag = false
+        let back = try await session.respond(to: "And back")
+        #expect(back.invalidation?.reason == .profileSwitch && back.usage.output.totalTokenCount == 4)
+        try await session.expectCacheExact()
+    }
+
+    /// Empty instructions have no components; erased ones are the wrapped value's, evaluated
+    /// anew each time.
+    @Test func emptyAndErasedInstructions() {
+        struct Mode: DynamicInstructions {
+            let state: AppState
+            var body: some DynamicInstructions {
+                if state.flag { "Editing images." } else { "Editing text." }
+                WeatherTool()
+            }
+        }
+        #expect(EmptyDynamicInstructions().components().isEmpty)
+        let state = AppState()
+        let erased = AnyDynamicInstructions(erasing: Mode(state: state))
+        #expect(Self.describe(erased.components()) == ["text:Editing text.", "tool:weather"])
+        state.flag = true
+        #expect(Self.describe(erased.components()) == ["text:Editing images.", "tool:weather"])
+        let profile = LanguageModelSession.Profile { EmptyDynamicInstructions() }
+        #expect(profile.resolveProfile(path: "").makeComponents().isEmpty)
+    }
+
     @Test func onPrompt_errorFailsTheRequestAndChangesNothing() async throws {
         struct Refused: Error {}
         let profile = LanguageModelSession.Profile { Instructions("Be brief.") }
