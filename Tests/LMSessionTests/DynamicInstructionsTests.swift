@@ -78,6 +78,23 @@ struct DynamicInstructionsTests {
         #expect(longer.usage.output.totalTokenCount == 5)
     }
 
+    /// The modifiers take optionals as Foundation Models' do: `nil` clears what an earlier one set.
+    /// The reasoning level and reasoning hooks are kept (no model here reasons).
+    @Test(arguments: [true, false])
+    func profileModifiers_takeOptionalsAndKeepTheReasoningLevel(likesAstronomy: Bool) {
+        let budget: Int? = nil
+        let profile = LanguageModelSession.Profile { Instructions("Answer questions about the sky.") }
+            .temperature(0.7).temperature(nil)
+            .maximumResponseTokens(40).maximumResponseTokens(budget)
+            .toolCallingMode(.required).toolCallingMode(nil)
+            .samplingMode(.greedy).samplingMode(nil)
+            .reasoningLevel(likesAstronomy ? .deep : .light)
+            .onReasoning {}
+        let resolved = profile.resolveProfile(path: "")
+        #expect(resolved.options == GenerationOptions())
+        #expect(resolved.reasoningLevel == (likesAstronomy ? .deep : .light) && resolved.reasoningHooks.count == 1)
+    }
+
     /// Shortens responses while the app says so; returns the content either way.
     struct Brief: LanguageModelSession.DynamicProfileModifier {
         let state: AppState

@@ -55,22 +55,35 @@ extension DynamicProfile {
         modified { $0.toolOutputHooks.append(action) }
     }
 
-    /// Sets the sampling temperature.
-    public func temperature(_ value: Double) -> ModifiedProfile<Self> { modified { $0.options.temperature = value } }
+    /// Sets the sampling temperature (`nil`: the model's default).
+    public func temperature(_ value: Double?) -> ModifiedProfile<Self> { modified { $0.options.temperature = value } }
 
-    /// Sets the response budget.
-    public func maximumResponseTokens(_ value: Int) -> ModifiedProfile<Self> {
+    /// Sets the response budget (`nil`: no limit).
+    public func maximumResponseTokens(_ value: Int?) -> ModifiedProfile<Self> {
         modified { $0.options.maximumResponseTokens = value }
     }
 
-    /// Sets whether responses may, must or must not call tools.
-    public func toolCallingMode(_ mode: GenerationOptions.ToolCallingMode) -> ModifiedProfile<Self> {
+    /// Sets whether responses may, must or must not call tools (`nil`: they may).
+    public func toolCallingMode(_ mode: GenerationOptions.ToolCallingMode?) -> ModifiedProfile<Self> {
         modified { $0.options.toolCallingMode = mode }
     }
 
-    /// Sets the sampling mode.
-    public func samplingMode(_ mode: GenerationOptions.SamplingMode) -> ModifiedProfile<Self> {
+    /// Sets the sampling mode (`nil`: the default, random sampling).
+    public func samplingMode(_ mode: GenerationOptions.SamplingMode?) -> ModifiedProfile<Self> {
         modified { $0.options.samplingMode = mode }
+    }
+
+    /// Sets how much reasoning the model may write. Kept on the profile for code written against
+    /// models that reason; the models here write none, so it changes nothing rendered or generated.
+    public func reasoningLevel(_ level: ContextOptions.ReasoningLevel?) -> ModifiedProfile<Self> {
+        modified { $0.reasoningLevel = level }
+    }
+
+    /// Runs `action` whenever the model produces reasoning: only models with the
+    /// ``LanguageModelCapabilities/Capability/reasoning`` capability do, and none here does, so it
+    /// is kept and never run.
+    public func onReasoning(perform action: @escaping LanguageModelSession.Hook) -> ModifiedProfile<Self> {
+        modified { $0.reasoningHooks.append(action) }
     }
 
     /// Sets the model.

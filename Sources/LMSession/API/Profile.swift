@@ -25,6 +25,10 @@ extension LanguageModelSession {
         var responseHooks: [Hook] = []
         var toolCallHooks: [ToolCallHook] = []
         var toolOutputHooks: [ToolOutputHook] = []
+        /// Run when the model produces reasoning (never, with the models here).
+        var reasoningHooks: [Hook] = []
+        /// How much reasoning the model may write (kept; no model here reasons).
+        var reasoningLevel: ContextOptions.ReasoningLevel?
         var options = GenerationOptions()
         var model: (any LanguageModel)?
         /// Which branch of a dynamic profile's body produced this profile; a change is a profile switch.
