@@ -163,6 +163,8 @@ struct DynamicInstructionsTests {
         #expect(Self.describe(erased.components()) == ["text:Editing text.", "tool:weather"])
         state.flag = true
         #expect(Self.describe(erased.components()) == ["text:Editing images.", "tool:weather"])
+        let existential: any DynamicInstructions = Mode(state: state)
+        #expect(Self.describe(AnyDynamicInstructions(existential).components()) == ["text:Editing images.", "tool:weather"])
         let profile = LanguageModelSession.Profile { EmptyDynamicInstructions() }
         #expect(profile.resolveProfile(path: "").makeComponents().isEmpty)
     }
