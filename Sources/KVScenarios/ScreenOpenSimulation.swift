@@ -15,6 +15,10 @@ public struct ScreenOpenSimulation: Sendable {
         case diskAfterRestart = "disk-after-restart"
         /// Stale-while-revalidate: show the cached summary at once, then the fresh one.
         case staleWhileRevalidate = "cache-then-generate"
+        /// Cache-aside on a directory shared with a widget (another process) that invalidates its
+        /// own entries (tag `weather`) while each of the app's generations runs: the directory's
+        /// invalidation journal tells the app those invalidations were not about its summary.
+        case sharedWithWidget = "shared-with-widget"
     }
 
     /// What one strategy cost.
@@ -60,6 +64,7 @@ public struct ScreenOpenSimulation: Sendable {
         let options = GenerationOptions(maximumResponseTokens: responseTokens)
         let instructions = "You summarise a runner's training week for the home screen of a running app. Two sentences."
         var cache = ResponseCache<CachedResponse>(configuration: .init(directory: directory))
+        let widget = ResponseCache<CachedResponse>(configuration: .init(directory: directory))
         var latencies: [CacheAnswer<CachedResponse>.Origin: [Double]] = [:]
         var firstContent: [Double] = []
         var generations = 0
@@ -82,6 +87,17 @@ public struct ScreenOpenSimulation: Sendable {
             case .memory, .diskAfterRestart:
                 let answer = try await session.respond(to: prompt, options: options, cache: cache,
                                                        dataFingerprint: "week:\(version)", tags: ["home"])
+                let ms = start.duration(to: clock.now).milliseconds
+                if answer.origin == .generated { generations += 1 }
+                latencies[answer.origin, default: []].append(ms)
+                firstContent.append(ms)
+            case .sharedWithWidget:
+                let key = try await session.cacheKey(for: prompt, options: options, dataFingerprint: "week:\(version)", tags: ["home"])
+                let answer = try await cache.value(for: key) {
+                    await widget.invalidate(tag: "weather")   // the widget's own refresh, meanwhile
+                    let response = try await session.respond(to: prompt, options: options)
+                    return CachedResponse(content: response.content, tokenIDs: [])
+                }
                 let ms = start.duration(to: clock.now).milliseconds
                 if answer.origin == .generated { generations += 1 }
                 latencies[answer.origin, default: []].append(ms)

@@ -152,9 +152,10 @@ public actor ResponseCache<Value: Codable & Sendable> {
                             isRefresh: Bool) async throws -> Value {
         if let running = inFlight[key.digest] { return try await running.task.value }
         flightCount += 1
-        let id = flightCount, task = Task { try await generate() }
+        let id = flightCount
+        if let disk { flightMarks[id] = disk.journal.mark() }   // before the generation can start reading its data
+        let task = Task { try await generate() }
         inFlight[key.digest] = Flight(id: id, key: key, task: task)
-        if let disk { flightMarks[id] = disk.journal.mark() }
         defer {
             if inFlight[key.digest]?.id == id { inFlight[key.digest] = nil }
             invalidatedFlights.remove(id)

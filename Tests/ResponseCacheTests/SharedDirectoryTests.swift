@@ -159,6 +159,25 @@ struct SharedDirectoryTests {
         #expect(await app.metrics.discardedGenerations == (matches ? 1 : 0))
     }
 
+    /// An invalidation that lands as soon as the generation starts (here the generation itself
+    /// asks the other cache for it, before reading anything) still counts: the journal is marked
+    /// before the generation can begin. 200 rounds: a mark taken after the start lost about a quarter.
+    @Test func generation_isNotStoredWhenAnInvalidationLandsAsItStarts() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let app = ResponseCache<String>(configuration: .init(directory: directory))
+        let widget = ResponseCache<String>(configuration: .init(directory: directory))
+        for round in 0 ..< 200 {
+            let key = CacheKey(parts: ["inventory summary", "\(round)"], tags: ["inventory"])
+            let answer = try await app.value(for: key) {
+                await widget.invalidate(tag: "inventory")
+                return "summary"
+            }
+            #expect(answer.value == "summary")
+            #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.origin == .none, "round \(round)")
+        }
+        #expect(await app.metrics.discardedGenerations == 200)
+    }
+
     /// The journal holds no tag or data fingerprint text (they may name a user or a document),
     /// only their hashes, and stays a valid journal after every invalidation.
     @Test func journal_holdsHashesNotTagsOrFingerprints() async throws {
