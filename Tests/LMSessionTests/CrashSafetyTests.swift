@@ -1,7 +1,7 @@
 import Foundation
 import LMRuntime
 import LMTestSupport
-import ResponseCache
+@testable import ResponseCache
 import Testing
 
 /// Files survive a process killed at any moment: a child process (this test binary, re-launched
@@ -32,6 +32,9 @@ struct CrashSafetyTests {
                 store.publish(cache, boundaries: [24])
                 store.flush()
             }
+        case "journal":
+            let cache = ResponseCache<String>(configuration: .init(directory: directory))
+            for i in 0 ..< Self.journalEntriesPerWriter { await cache.invalidate(tag: "writer \(getpid()) tag \(i)") }
         default:
             let cache = ResponseCache<String>(configuration: .init(directory: directory))
             for i in 0... {
@@ -40,8 +43,8 @@ struct CrashSafetyTests {
         }
     }
 
-    /// Launches the writer, lets it run 10–120 ms, kills it.
-    static func killWriter(role: String, directory: URL, rng: inout SeededGenerator) throws {
+    /// The writer of `role` on `directory`, ready to run.
+    static func writer(role: String, directory: URL) -> Process {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
         child.arguments = ["--testing-library", "swift-testing", "--filter", "writerLoop"]
@@ -52,10 +55,41 @@ struct CrashSafetyTests {
         child.environment = environment
         child.standardOutput = FileHandle.nullDevice
         child.standardError = FileHandle.nullDevice
+        return child
+    }
+
+    /// Launches the writer, lets it run 10–120 ms, kills it.
+    static func killWriter(role: String, directory: URL, rng: inout SeededGenerator) throws {
+        let child = writer(role: role, directory: directory)
         try child.run()
         Thread.sleep(forTimeInterval: 0.3 + Double(rng.next() % 110) / 1_000)   // start-up, then a random moment
         kill(child.processIdentifier, SIGKILL)
         child.waitUntilExit()
+    }
+
+    /// Enough that the two writers fill the journal once between them, so one of them starts a new
+    /// one while the other appends.
+    static let journalEntriesPerWriter = 700
+
+    /// Two processes invalidating at once, each recording its invalidations in the directory's
+    /// journal, 1,400 in all: the first 1,024 fill a journal, the next starts a new one, and that one
+    /// holds every later entry of both, whole and once (appends and the new file hold a lock that
+    /// works between processes, not only between two caches of one).
+    @Test(.enabled(if: environment[roleVariable] == nil), .timeLimit(.minutes(3)))
+    func invalidationJournal_keepsEveryEntryOfTwoProcessesAppendingAtOnce() throws {
+        let directory = Fixtures.temporaryFile("journal-writers")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let writers = [Self.writer(role: "journal", directory: directory), Self.writer(role: "journal", directory: directory)]
+        for writer in writers { try writer.run() }
+        for writer in writers { writer.waitUntilExit() }
+        #expect(writers.allSatisfy { $0.terminationStatus == 0 })
+        let journal = try String(contentsOf: directory.appendingPathComponent(".invalidations"), encoding: .utf8)
+        let lines = journal.split(separator: "\n", omittingEmptySubsequences: false).dropLast()   // the text ends with a newline
+        #expect(lines.first?.hasPrefix("kvsession-invalidations 1 ") == true)
+        let entries = lines.dropFirst()
+        #expect(entries.count == 2 * Self.journalEntriesPerWriter - InvalidationJournal.capacity)
+        #expect(Set(entries).count == entries.count)   // every tag differs, so every entry does
+        #expect(entries.allSatisfy { $0.count == 66 && $0.hasPrefix("t ") && $0.dropFirst(2).allSatisfy(\.isHexDigit) })
     }
 
     static func entryFiles(_ directory: URL, suffix: String) -> Set<String> {
