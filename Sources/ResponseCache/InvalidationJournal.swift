@@ -103,8 +103,7 @@ final class InvalidationJournal {
     /// (no mark, another epoch, a file that shrank or does not read).
     func invalidates(_ key: CacheKey, since mark: Mark?) -> Bool {
         guard let mark, let changes = changes(since: mark) else { return true }
-        let wanted = Self.entries(matching: key)
-        return changes.entries.contains { wanted.contains($0) }
+        return Self.any(of: changes.entries, matches: key)
     }
 
     /// The entries recorded since `mark` and where the journal stands now; `nil` when it cannot say
@@ -125,8 +124,11 @@ final class InvalidationJournal {
         }
     }
 
-    /// Whether the journal entry `entry` (from ``changes(since:)``) invalidated what `key` stores.
-    static func entry(_ entry: String, matches key: CacheKey) -> Bool { entries(matching: key).contains(entry) }
+    /// Whether any of the journal entries `entries` (from ``changes(since:)``) invalidated what
+    /// `key` stores.
+    static func any(of entries: [String], matches key: CacheKey) -> Bool {
+        !entries.isEmpty && !Self.entries(matching: key).isDisjoint(with: entries)
+    }
 
     // MARK: The file
 

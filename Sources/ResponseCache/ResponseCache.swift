@@ -246,7 +246,7 @@ public actor ResponseCache<Value: Codable & Sendable> {
     private func followJournal() {
         guard let disk else { return }
         if let seen = journalSeen, let changes = disk.journal.changes(since: seen) {
-            for entry in changes.entries { memory.removeAll { InvalidationJournal.entry(entry, matches: $0.key) } }
+            memory.removeAll { InvalidationJournal.any(of: changes.entries, matches: $0.key) }
             journalSeen = changes.now
         } else {
             memory.removeAll { $0.file != nil }
