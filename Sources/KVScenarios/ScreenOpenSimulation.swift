@@ -64,7 +64,7 @@ public struct ScreenOpenSimulation: Sendable {
         let options = GenerationOptions(maximumResponseTokens: responseTokens)
         let instructions = "You summarise a runner's training week for the home screen of a running app. Two sentences."
         var cache = ResponseCache<CachedResponse>(configuration: .init(directory: directory))
-        let widget = ResponseCache<CachedResponse>(configuration: .init(directory: directory))
+        let widget = strategy == .sharedWithWidget ? ResponseCache<CachedResponse>(configuration: .init(directory: directory)) : nil
         var latencies: [CacheAnswer<CachedResponse>.Origin: [Double]] = [:]
         var firstContent: [Double] = []
         var generations = 0
@@ -94,7 +94,7 @@ public struct ScreenOpenSimulation: Sendable {
             case .sharedWithWidget:
                 let key = try await session.cacheKey(for: prompt, options: options, dataFingerprint: "week:\(version)", tags: ["home"])
                 let answer = try await cache.value(for: key) {
-                    await widget.invalidate(tag: "weather")   // the widget's own refresh, meanwhile
+                    await widget?.invalidate(tag: "weather")   // the widget's own refresh, meanwhile
                     let response = try await session.respond(to: prompt, options: options)
                     return CachedResponse(content: response.content, tokenIDs: [])
                 }
