@@ -14,6 +14,7 @@
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
 #define KV_X86 1
 #include <immintrin.h>
+#include "prefetch.h"
 #else
 #define KV_X86 0
 #endif
@@ -123,7 +124,7 @@ KV_AVX2 static void scores3x4(const float *q, ptrdiff_t ldq, const float *k, ptr
     __m256 a20 = a00, a21 = a00, a22 = a00, a23 = a00;
     for (ptrdiff_t i = 0; i < end; i += 8) {
         __m256 x0 = _mm256_loadu_ps(q0 + i), x1 = _mm256_loadu_ps(q1 + i), x2 = _mm256_loadu_ps(q2 + i), y;
-        for (spread += lines; spread >= steps; spread -= steps, at += 64) _mm_prefetch(at, _MM_HINT_T0);
+        for (spread += lines; spread >= steps; spread -= steps, at += 64) KV_PREFETCH(at);
         y = _mm256_loadu_ps(k0 + i);
         a00 = _mm256_fmadd_ps(x0, y, a00); a10 = _mm256_fmadd_ps(x1, y, a10); a20 = _mm256_fmadd_ps(x2, y, a20);
         y = _mm256_loadu_ps(k1 + i);
@@ -148,7 +149,7 @@ KV_AVX2 static void scores1x4(const float *q, const float *k, ptrdiff_t ldk, ptr
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (ptrdiff_t i = 0; i < end; i += 8) {
         __m256 x = _mm256_loadu_ps(q + i);
-        for (spread += lines; spread >= steps; spread -= steps, at += 64) _mm_prefetch(at, _MM_HINT_T0);
+        for (spread += lines; spread >= steps; spread -= steps, at += 64) KV_PREFETCH(at);
         a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k + i), a0);
         a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k1 + i), a1);
         a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k2 + i), a2);
@@ -188,7 +189,7 @@ KV_AVX2 static void rows3x32(float *o, ptrdiff_t ldo, const float *p, ptrdiff_t 
     }
     for (ptrdiff_t j = 0; j < n; j++) {
         const float *vj = v + j * ldv;
-        for (spread += lines; spread >= n; spread -= n, at += 64) _mm_prefetch(at, _MM_HINT_T0);
+        for (spread += lines; spread >= n; spread -= n, at += 64) KV_PREFETCH(at);
         __m256 b0 = _mm256_broadcast_ss(p0 + j), b1 = _mm256_broadcast_ss(p1 + j), b2 = _mm256_broadcast_ss(p2 + j), x;
         x = _mm256_loadu_ps(vj);
         a00 = _mm256_fmadd_ps(b0, x, a00); a10 = _mm256_fmadd_ps(b1, x, a10); a20 = _mm256_fmadd_ps(b2, x, a20);
@@ -285,7 +286,7 @@ rows512(float *o, ptrdiff_t ldo, const float *p, ptrdiff_t ldp, const float *v, 
         for (int w = 0; w < W; w++) acc[r][w] = add ? _mm512_maskz_loadu_ps(mask[w], o + r * ldo + 16 * w) : _mm512_setzero_ps();
     for (ptrdiff_t j = 0; j < n; j++) {
         const float *vj = v + j * ldv;
-        for (spread += lines; spread >= n; spread -= n, at += 64) _mm_prefetch(at, _MM_HINT_T0);
+        for (spread += lines; spread >= n; spread -= n, at += 64) KV_PREFETCH(at);
         __m512 x[4];
         for (int w = 0; w < W; w++) x[w] = _mm512_maskz_loadu_ps(mask[w], vj + 16 * w);
         for (int r = 0; r < R; r++) {

@@ -15,6 +15,7 @@
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
 #define KV_X86 1
 #include <immintrin.h>
+#include "prefetch.h"
 #else
 #define KV_X86 0
 #endif
@@ -173,8 +174,8 @@ __attribute__((target("avx2,fma,f16c"))) static void split8x1(const float *x, co
     for (ptrdiff_t i = 0; i < end; i += 8) {
         __m256 v = _mm256_loadu_ps(x + i), lo = _mm256_broadcast_ps((const __m128 *)(xs + i)),
                hi = _mm256_broadcast_ps((const __m128 *)(xs + i + 4));
-        _mm_prefetch(ahead + i * 16, _MM_HINT_T0);
-        _mm_prefetch(ahead + i * 16 + 64, _MM_HINT_T0);
+        KV_PREFETCH(ahead + i * 16);
+        KV_PREFETCH(ahead + i * 16 + 64);
         const uint16_t *c = first + i * 4, *d = second + i * 4;
         a0 = _mm256_fmadd_ps(v, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)c)), a0);
         a1 = _mm256_fmadd_ps(v, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(c + 8))), a1);
@@ -231,7 +232,7 @@ KV_512_INLINE void group_dots512(const int R, const int halfs, const float *x, p
 #pragma clang loop unroll(full)
     for (int t = 0; t < R; t++) lo[t] = hi[t] = _mm512_setzero_ps();
     for (ptrdiff_t i = 0; i < end; i += 8) {
-        for (spread += lines; spread >= steps; spread -= steps, ahead += 64) _mm_prefetch(ahead, _MM_HINT_T0);
+        for (spread += lines; spread >= steps; spread -= steps, ahead += 64) KV_PREFETCH(ahead);
         const char *chunk = group + 4 * i * size;
         __m512 w01 = load_row_pair(chunk, halfs), w23 = load_row_pair(chunk + 16 * size, halfs);
 #pragma clang loop unroll(full)
@@ -297,8 +298,8 @@ KV_512_INLINE void pair_dots512(const int R, const int halfs, const float *x, pt
     for (int t = 0; t < R; t++) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = _mm512_setzero_ps();
     for (ptrdiff_t i = 0; i < end; i += 8) {
         for (spread += lines; spread >= steps; spread -= steps, ahead += 64) {
-            _mm_prefetch(ahead, _MM_HINT_T0);
-            if (jump) _mm_prefetch(ahead + jump, _MM_HINT_T0);
+            KV_PREFETCH(ahead);
+            if (jump) KV_PREFETCH(ahead + jump);
         }
         const char *chunk = group + 4 * i * size;
         __m512 w[4] = {load_row_pair(chunk, halfs), load_row_pair(chunk + 16 * size, halfs),

@@ -61,7 +61,7 @@ SKINNY_FN void SKINNY_NAME(tile4x2)(const float *x, ptrdiff_t ldx, const SKINNY_
                    *w3 = w2 + SKINNY_NEXTROW(ldw);
     for (ptrdiff_t i = 0; i < end; i += 8) {
         __m256 v0 = _mm256_loadu_ps(x0 + i), v1 = _mm256_loadu_ps(x1 + i), r;
-        for (spread += lines; spread >= steps; spread -= steps, ahead += 64) _mm_prefetch(ahead, _MM_HINT_T0);
+        for (spread += lines; spread >= steps; spread -= steps, ahead += 64) KV_PREFETCH(ahead);
         r = SKINNY_LOAD8(SKINNY_AT(w0, i)); a00 = _mm256_fmadd_ps(v0, r, a00); a01 = _mm256_fmadd_ps(v1, r, a01);
         r = SKINNY_LOAD8(SKINNY_AT(w1, i)); a10 = _mm256_fmadd_ps(v0, r, a10); a11 = _mm256_fmadd_ps(v1, r, a11);
         r = SKINNY_LOAD8(SKINNY_AT(w2, i)); a20 = _mm256_fmadd_ps(v0, r, a20); a21 = _mm256_fmadd_ps(v1, r, a21);
@@ -88,7 +88,7 @@ SKINNY_FN void SKINNY_NAME(tile4x3)(const float *x, ptrdiff_t ldx, const SKINNY_
                    *w3 = w2 + SKINNY_NEXTROW(ldw);
     for (ptrdiff_t i = 0; i < end; i += 8) {
         __m256 v0 = _mm256_loadu_ps(x0 + i), v1 = _mm256_loadu_ps(x1 + i), v2 = _mm256_loadu_ps(x2 + i), r;
-        for (spread += lines; spread >= steps; spread -= steps, ahead += 64) _mm_prefetch(ahead, _MM_HINT_T0);
+        for (spread += lines; spread >= steps; spread -= steps, ahead += 64) KV_PREFETCH(ahead);
         r = SKINNY_LOAD8(SKINNY_AT(w0, i));
         a00 = _mm256_fmadd_ps(v0, r, a00); a01 = _mm256_fmadd_ps(v1, r, a01); a02 = _mm256_fmadd_ps(v2, r, a02);
         r = SKINNY_LOAD8(SKINNY_AT(w1, i));
@@ -118,7 +118,7 @@ SKINNY_FN void SKINNY_NAME(tile2x4)(const float *x, ptrdiff_t ldx, const SKINNY_
     const float *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx, *x3 = x + 3 * ldx;
     const SKINNY_W *w0 = SKINNY_ROW(w, n, ldw), *w1 = w0 + SKINNY_NEXTROW(ldw);
     for (ptrdiff_t i = 0; i < end; i += 8) {
-        if (ahead) for (spread += lines; spread >= steps; spread -= steps, ahead += 64) _mm_prefetch(ahead, _MM_HINT_T0);
+        if (ahead) for (spread += lines; spread >= steps; spread -= steps, ahead += 64) KV_PREFETCH(ahead);
         __m256 r0 = SKINNY_LOAD8(SKINNY_AT(w0, i)), r1 = SKINNY_LOAD8(SKINNY_AT(w1, i)), v;
         v = _mm256_loadu_ps(x0 + i); a00 = _mm256_fmadd_ps(v, r0, a00); a10 = _mm256_fmadd_ps(v, r1, a10);
         v = _mm256_loadu_ps(x1 + i); a01 = _mm256_fmadd_ps(v, r0, a01); a11 = _mm256_fmadd_ps(v, r1, a11);
@@ -155,7 +155,7 @@ SKINNY_FN void SKINNY_NAME(tile4x1)(const float *x, const SKINNY_W *w, ptrdiff_t
     for (ptrdiff_t i = 0; i < end; i += 8) {
         __m256 v = _mm256_loadu_ps(x + i);
         if (ahead && (i & (64 / sizeof(SKINNY_W) - 1)) == 0)   // once per cache line of each row
-            for (int j = 0; j < 4; j++) _mm_prefetch((const char *)(w + (n + ahead + j) * ldw + i), _MM_HINT_T0);
+            for (int j = 0; j < 4; j++) KV_PREFETCH(w + (n + ahead + j) * ldw + i);
         a0 = _mm256_fmadd_ps(v, SKINNY_LOAD8(SKINNY_AT(w0, i)), a0);
         a1 = _mm256_fmadd_ps(v, SKINNY_LOAD8(SKINNY_AT(w1, i)), a1);
         a2 = _mm256_fmadd_ps(v, SKINNY_LOAD8(SKINNY_AT(w2, i)), a2);
@@ -208,9 +208,9 @@ SKINNY_FN __attribute__((noinline)) void SKINNY_NAME(tile8x1)(const float *x, co
     for (ptrdiff_t i = 0; i < end; i += 8) {
         __m256 v = _mm256_loadu_ps(x + i);
 #if SKINNY_CONVERTS && SKINNY_PACKED
-        for (int l = 0; l < (int)sizeof(SKINNY_W); l++) _mm_prefetch(ahead + i * 8 * sizeof(SKINNY_W) + 64 * l, _MM_HINT_T0);
+        for (int l = 0; l < (int)sizeof(SKINNY_W); l++) KV_PREFETCH(ahead + i * 8 * sizeof(SKINNY_W) + 64 * l);
 #elif SKINNY_CONVERTS
-        if (ahead) for (spread += lines; spread >= steps; spread -= steps, ahead += 64) _mm_prefetch(ahead, _MM_HINT_T0);
+        if (ahead) for (spread += lines; spread >= steps; spread -= steps, ahead += 64) KV_PREFETCH(ahead);
 #endif
         a0 = _mm256_fmadd_ps(v, SKINNY_LOAD8(SKINNY_AT(w0, i)), a0);
         a1 = _mm256_fmadd_ps(v, SKINNY_LOAD8(SKINNY_AT(w1, i)), a1);

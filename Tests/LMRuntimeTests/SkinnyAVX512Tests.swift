@@ -164,27 +164,27 @@ struct SkinnyAVX512Tests {
         #expect(kv_set_skinny_avx512(original) == 0)
     }
 
+    /// A tiny model's prompts of 1 to 64 new tokens on top of a cache (9, 2, 5, 16, 64, 3, 1 and 7):
+    /// every logit and layer 1's cached keys, as bit patterns, under whatever kernel switches hold.
+    static func forwardBits(precision: WeightPrecision, seed: UInt64) throws -> (logits: [[UInt32]], keys: [UInt32]) {
+        let config = Fixtures.tinyConfig(vocabSize: 1000, contextLength: 200, dim: 32, sharedClassifier: false,
+                                         weightPrecision: precision)
+        let prompt = Fixtures.tokens(count: 150, vocabSize: 1000, seed: seed)
+        let model = Transformer(weights: Fixtures.tinyWeights(config)), cache = model.makeCache()
+        var logits: [[UInt32]] = [], at = 0
+        for count in [9, 2, 5, 16, 64, 3, 1, 7] {
+            logits.append(try model.forward(Array(prompt[at ..< at + count]), cache: cache).toArray().map(\.bitPattern))
+            at += count
+        }
+        return (logits, cache.keys(layer: 1).rows(0 ..< at).toArray().map(\.bitPattern))
+    }
+
     /// A model's prompts of 1 to 64 new tokens on top of a cache (float32 and half weights) give the same logits and cache rows bit for bit with the tiles on and off.
     @Test(arguments: [WeightPrecision.f32, .f16])
     func forward_givesTheSameLogitsAndCacheWithAVX512OnOrOff(precision: WeightPrecision) throws {
-        let config = Fixtures.tinyConfig(vocabSize: 1000, contextLength: 200, dim: 32, sharedClassifier: false,
-                                         weightPrecision: precision)
-        let weights = Fixtures.tinyWeights(config)
-        let prompt = Fixtures.tokens(count: 150, vocabSize: 1000, seed: 21)
-        func run(_ on: Bool) throws -> (logits: [[UInt32]], keys: [Float]) {
-            try Self.withAVX512(on) {
-                let model = Transformer(weights: weights), cache = model.makeCache()
-                var logits: [[UInt32]] = [], at = 0
-                for count in [9, 2, 5, 16, 64, 3, 1, 7] {
-                    logits.append(try model.forward(Array(prompt[at ..< at + count]), cache: cache).toArray().map(\.bitPattern))
-                    at += count
-                }
-                return (logits, cache.keys(layer: 1).rows(0 ..< at).toArray())
-            }
-        }
-        let on = try run(true), off = try run(false)
-        let sameLogits = on.logits == off.logits, sameKeys = on.keys.map(\.bitPattern) == off.keys.map(\.bitPattern)
-        #expect(sameLogits, "logits differ with the AVX-512 bodies on and off")
-        #expect(sameKeys, "cached keys differ with the AVX-512 bodies on and off")
+        let on = try Self.withAVX512(true) { try Self.forwardBits(precision: precision, seed: 21) }
+        let off = try Self.withAVX512(false) { try Self.forwardBits(precision: precision, seed: 21) }
+        #expect(on.logits == off.logits, "logits differ with the AVX-512 bodies on and off")
+        #expect(on.keys == off.keys, "cached keys differ with the AVX-512 bodies on and off")
     }
 }

@@ -95,6 +95,14 @@ int kv_set_skinny_avx512(int on);
 int kv_has_avx512(void);
 /// 1 when the AVX-512 tiles are switched on (and so run), else 0.
 int kv_uses_skinny_avx512(void);
+/// Sends the kernels' software prefetches (weights and key/value rows ahead of the tiles' loads)
+/// into L2 only (1) or into L1 (0) and returns the previous choice. Default: L2 on the AMD Zen 4
+/// family, where an L1 prefetch from DRAM holds one of the core's few L1 miss buffers and a tile that
+/// computes while it streams kept too few lines in flight; L1 elsewhere. KVSESSION_PREFETCH_L2=0 or
+/// 1 overrides it. A hint only: no result changes.
+int kv_set_prefetch_l2(int on);
+/// 1 when the kernels' software prefetches go to L2 only, else 0.
+int kv_prefetches_to_l2(void);
 /// How many of the n halfs at w are infinities or NaNs.
 ptrdiff_t kv_count_nonfinite_halfs(const uint16_t *w, ptrdiff_t n);
 /// Packs `rows` (a multiple of G) dense rows of k elements in place; `group` holds Gk elements.

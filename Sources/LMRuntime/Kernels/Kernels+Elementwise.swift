@@ -139,6 +139,10 @@ extension Kernels {
     package static var skinnyKernels: String {
         kv_uses_skinny_avx512() != 0 ? "avx512" : usesAVX2 ? "avx2" : "portable"
     }
+
+    /// Where the skinny and attention kernels' software prefetches land: `L2` (PREFETCHT1; by
+    /// default on the AMD Zen 4 family, unless `KVSESSION_PREFETCH_L2=0`) or `L1` (PREFETCHT0).
+    package static var prefetchLevel: String { kv_prefetches_to_l2() != 0 ? "L2" : "L1" }
 }
 
 /// The SIMD width of the Swift-side vector loops.

@@ -1,0 +1,27 @@
+// Where the kernels' software prefetches land (prefetch.h). A PREFETCHT0 holds one of the core's few
+// L1 miss buffers until its line arrives from DRAM; a core that computes while it streams (the tiles
+// of several activation rows) then has too few lines in flight to keep up. On a Zen 4 (AMD family 25
+// model 17, 2-vCPU VM, 1 MiB L2) PREFETCHT1 fills L2 only, and one core's tile of eight activation
+// rows over 400 MB of packed float32 weights went from 43 to 94 GFLOP/s (10.6 to 23.5 GB/s, where a
+// plain read on that core gets 24); on two cores 4 / 8 / 16 rows took 13.7 / 13.1-14.4 / 19.1-19.9 ms
+// against 16.0-17.1 / 19.2-20.5 / 23.5-25.6 with PREFETCHT0 (a harness of base's twelve layers). On a
+// Zen 5 (2 MiB L2, more miss buffers) hints to L2 were no better than to L1 (a harness of the same
+// shape, earlier), so the default is L2 on the Zen 4 family only; KVSESSION_PREFETCH_L2=0 or 1 chooses.
+
+#include "CKernels.h"
+#include <stdlib.h>
+#include <string.h>
+
+int kv_prefetch_l2_flag = 0;
+
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+__attribute__((constructor)) static void choose_prefetch_level(void) {
+    __builtin_cpu_init();
+    const char *choice = getenv("KVSESSION_PREFETCH_L2");
+    kv_prefetch_l2_flag = choice ? strcmp(choice, "0") != 0 : __builtin_cpu_is("znver4");
+}
+#endif
+
+int kv_set_prefetch_l2(int on) { return __atomic_exchange_n(&kv_prefetch_l2_flag, on != 0, __ATOMIC_RELAXED); }
+
+int kv_prefetches_to_l2(void) { return __atomic_load_n(&kv_prefetch_l2_flag, __ATOMIC_RELAXED); }
