@@ -91,7 +91,8 @@ extension KVBench {
                 }
             }
             let report = KernelReport(blas_core_type: LMRuntime.Kernels.blasCoreType, skinny_kernels: LMRuntime.Kernels.skinnyKernels,
-                                      prefetch_level: LMRuntime.Kernels.prefetchLevel, threads: LMRuntime.Kernels.threadCount,
+                                      prefetch_level: LMRuntime.Kernels.prefetchLevel,
+                                      decode_streams: LMRuntime.Kernels.decodeStreams, threads: LMRuntime.Kernels.threadCount,
                                       read_gbps: read, sgemv_gbps: sgemv, conversion_ghalfs: conversion, models: reports, precision_comparisons: comparisons)
             print(format == .json ? try jsonText(report) : report.table)
         }

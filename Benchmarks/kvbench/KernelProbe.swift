@@ -61,6 +61,9 @@ struct KernelReport: Encodable {
     let skinny_kernels: String
     /// Where the kernels' software prefetches land: `L2` (the Zen 4 family's default) or `L1`.
     let prefetch_level: String
+    /// Streams of weights a thread's share of a decode step reads at once: 1 (the Zen 4 family's
+    /// default with AVX-512) or 2.
+    let decode_streams: Int
     let threads: Int
     let read_gbps: Double
     let sgemv_gbps: Double
@@ -72,7 +75,7 @@ struct KernelReport: Encodable {
     var table: String {
         var lines = ["DRAM read ceiling (streaming read, all threads): \(fmt(read_gbps)) GB/s; sgemv (weights streamed from DRAM): \(fmt(sgemv_gbps)) GB/s",
                      "half conversion ceiling (halfs in cache converted and added, all threads): \(fmt(conversion_ghalfs)) G halfs/s",
-                     "runtime threads: \(threads), OpenBLAS core type: \(blas_core_type), skinny kernels: \(skinny_kernels), prefetches into \(prefetch_level)", ""]
+                     "runtime threads: \(threads), OpenBLAS core type: \(blas_core_type), skinny kernels: \(skinny_kernels), prefetches into \(prefetch_level), decode streams a thread: \(decode_streams)", ""]
         for m in models {
             lines.append("\(m.model), \(m.precision) weights (\(m.parameters / 1000)K parameters), fastest sgemm at its shapes: \(fmt(m.sgemm_gflops)) GFLOP/s")
             lines.append("  prefill  tokens   tokens/s   GFLOP/s   sgemm GFLOP/s (its GEMMs, fastest)   ÷ its GEMMs   ÷ fastest")

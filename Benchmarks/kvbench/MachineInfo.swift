@@ -19,7 +19,8 @@ struct MachineInfo: Encodable {
         }
         let flags = Set((field("flags") ?? "").split(separator: " ").map(String.init))
         let wanted = ["sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_bf16", "amx_tile"]
-        return MachineInfo(cpu: field("model name") ?? "unknown CPU", cores: ProcessInfo.processInfo.activeProcessorCount,
+        let zen = LMRuntime.Kernels.amdZenGeneration
+        return MachineInfo(cpu: (field("model name") ?? "unknown CPU") + (zen > 0 ? " (Zen \(zen))" : ""), cores: ProcessInfo.processInfo.activeProcessorCount,
                            vector_extensions: wanted.filter(flags.contains), blas_core_type: LMRuntime.Kernels.blasCoreType,
                            threads: LMRuntime.Kernels.threadCount, os: ProcessInfo.processInfo.operatingSystemVersionString)
     }

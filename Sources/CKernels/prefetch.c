@@ -16,9 +16,8 @@ int kv_prefetch_l2_flag = 0;
 
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
 __attribute__((constructor)) static void choose_prefetch_level(void) {
-    __builtin_cpu_init();
     const char *choice = getenv("KVSESSION_PREFETCH_L2");
-    kv_prefetch_l2_flag = choice ? strcmp(choice, "0") != 0 : __builtin_cpu_is("znver4");
+    kv_prefetch_l2_flag = choice ? strcmp(choice, "0") != 0 : kv_amd_zen_generation() == 4;
 }
 #endif
 

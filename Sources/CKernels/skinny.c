@@ -145,7 +145,7 @@ __attribute__((constructor)) static void detect_f16c(void) {
     __builtin_cpu_init();
     has_f16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     const char *choice = getenv("KVSESSION_HALF_SPLIT");
-    split_tile = choice ? strcmp(choice, "0") != 0 : __builtin_cpu_is("znver1");
+    split_tile = choice ? strcmp(choice, "0") != 0 : kv_amd_zen_generation() == 1;
 }
 
 // The decode tile of kv_skinny_gemm_f16_packed_finite: eight rows (two packed groups, from row n)
@@ -467,6 +467,42 @@ __attribute__((target(KV_512_TARGET))) static void decode512_f32(const float *x,
     if (pairs % 2) decode512_pair(x, w, n - 2 * KV_PACK_GROUP, k, y, alpha, beta);
     if (n < outputs) avx2_f32_packed(x, k, 1, w + n * k, k, outputs - n, k, y + n, outputs - n, alpha, beta, NULL, 0);
 }
+
+// Decode (one activation row) on packed weights one group of four rows at a time, front to back,
+// and no software prefetch: one stream a thread, which the hardware's prefetcher follows on its own
+// (kv_set_decode_one_stream). Each row gets the AVX2 body's arithmetic, as in the tiles above. On a
+// Zen 4 (2-vCPU VM, base's twelve layers from DRAM on two threads, alternating in one process)
+// float32 took 0.88-0.98 of the plain read's GB/s where decode512_f32's two streams took 0.71-0.84
+// (read at 51-57 GB/s), 0.93-1.07 against 0.86-0.96 (read at 33-36); halfs 0.91-0.97 against the
+// AVX2 eight-row tile's 0.77-0.79, and 0.97-1.02 against 0.88-0.97. Prefetching the next group
+// (as the several-row tiles do) or a fixed lead ahead, into L1 or L2, was no better.
+KV_512_INLINE void decode512_groups(const int halfs, const float *x, const void *w, ptrdiff_t outputs, ptrdiff_t k,
+                                    float *y, float alpha, float beta) {
+    const ptrdiff_t size = halfs ? 2 : 4;
+    ptrdiff_t n = 0;
+    for (; n + KV_PACK_GROUP <= outputs; n += KV_PACK_GROUP) {
+        float dots[4][KV_512_ROWS];
+        group_dots512_by_rows[halfs][0](x, k, (const char *)w + n * k * size, k, dots, NULL, 0);
+        for (int j = 0; j < KV_PACK_GROUP; j++) {
+            float dot = halfs ? tail_f16_packed(x, (const uint16_t *)w, n + j, k, k, dots[j][0])
+                              : tail_f32_packed(x, (const float *)w, n + j, k, k, dots[j][0]);
+            y[n + j] = finish(dot, alpha, beta, y + n + j);
+        }
+    }
+    for (; n < outputs; n++)   // a partial last group
+        if (halfs) tile1x1_f16_packed(x, (const uint16_t *)w, n, k, k, y + n, alpha, beta);
+        else tile1x1_f32_packed(x, (const float *)w, n, k, k, y + n, alpha, beta);
+}
+
+__attribute__((target(KV_512_TARGET))) static void decode512_groups_f32(const float *x, const float *w, ptrdiff_t outputs,
+                                                                       ptrdiff_t k, float *y, float alpha, float beta) {
+    decode512_groups(0, x, w, outputs, k, y, alpha, beta);
+}
+
+__attribute__((target(KV_512_TARGET))) static void decode512_groups_f16(const float *x, const uint16_t *w, ptrdiff_t outputs,
+                                                                       ptrdiff_t k, float *y, float alpha, float beta) {
+    decode512_groups(1, x, w, outputs, k, y, alpha, beta);
+}
 #undef KV_512_INLINE
 #undef KV_512_TARGET
 
@@ -474,7 +510,11 @@ __attribute__((target(KV_512_TARGET))) static void decode512_f32(const float *x,
 // for one on float32): by default wherever the CPU has AVX-512 F, DQ and VL; KVSESSION_AVX512=0 or 1
 // chooses (kv_set_skinny_avx512 in tests). The attention (attention.c) and exponential (elementwise.c)
 // bodies follow the same switch through kv_uses_skinny_avx512.
-static int use_avx512 = 0, has_avx512 = 0;
+// With the AVX-512 bodies on, a decode step reads its weights as one stream a thread
+// (decode512_groups: float32 and halfs) or, float32 only, as two (decode512_f32; halfs take the AVX2
+// eight-row tile): one by default on the Zen 4 family, where it measured faster; the Zen 5 that
+// decode512_f32 was tuned on read one stream no faster. KVSESSION_DECODE_ONE_STREAM=0 or 1 chooses.
+static int use_avx512 = 0, has_avx512 = 0, decode_one_stream = 0;
 __attribute__((constructor)) static void detect_avx512(void) {
     __builtin_cpu_init();
     has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
@@ -482,13 +522,19 @@ __attribute__((constructor)) static void detect_avx512(void) {
                  && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     const char *choice = getenv("KVSESSION_AVX512");
     use_avx512 = has_avx512 && (choice ? strcmp(choice, "0") != 0 : 1);
+    const char *streams = getenv("KVSESSION_DECODE_ONE_STREAM");
+    decode_one_stream = streams ? strcmp(streams, "0") != 0 : kv_amd_zen_generation() == 4;
 }
 
 static inline int avx512_for(ptrdiff_t rows) { return rows >= 2 && __atomic_load_n(&use_avx512, __ATOMIC_RELAXED); }
+// Whether a decode step (one activation row) takes decode512_groups.
+static inline int one_stream_decode(ptrdiff_t rows) {
+    return rows == 1 && __atomic_load_n(&use_avx512, __ATOMIC_RELAXED) && __atomic_load_n(&decode_one_stream, __ATOMIC_RELAXED);
+}
 #else
 static const int has_f16c = 0;
 static int split_tile = 0;
-static int use_avx512 = 0;
+static int use_avx512 = 0, decode_one_stream = 0;
 static const int has_avx512 = 0;
 #endif
 
@@ -497,6 +543,10 @@ int kv_set_skinny_avx512(int on) { return __atomic_exchange_n(&use_avx512, has_a
 int kv_has_avx512(void) { return has_avx512; }
 
 int kv_uses_skinny_avx512(void) { return __atomic_load_n(&use_avx512, __ATOMIC_RELAXED); }
+
+int kv_set_decode_one_stream(int on) { return __atomic_exchange_n(&decode_one_stream, on != 0, __ATOMIC_RELAXED); }
+
+int kv_decodes_one_stream(void) { return __atomic_load_n(&decode_one_stream, __ATOMIC_RELAXED); }
 
 int kv_set_half_split_tile(int on) { return __atomic_exchange_n(&split_tile, on != 0, __ATOMIC_RELAXED); }
 
@@ -531,13 +581,14 @@ void kv_skinny_gemm_packed(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const 
     kv_skinny_gemm_packed_then(x, ldx, rows, w, outputs, k, y, ldy, alpha, beta, NULL, 0);
 }
 
-// Decode on float32 (decode512_f32) prefetches nothing, `after` included: the hardware's stream
-// runs on into the next rows by itself.
+// Decode with the AVX-512 bodies (decode512_groups, decode512_f32) prefetches nothing, `after`
+// included: the hardware's stream runs on into the next rows by itself.
 void kv_skinny_gemm_packed_then(const float *x, ptrdiff_t ldx, ptrdiff_t rows, const float *w, ptrdiff_t outputs,
                                 ptrdiff_t k, float *y, ptrdiff_t ldy, float alpha, float beta, const void *after,
                                 ptrdiff_t afterBytes) {
 #if KV_X86
     if (avx512_for(rows)) { packed512_f32(x, ldx, rows, w, outputs, k, y, ldy, alpha, beta, after, afterBytes); return; }
+    if (one_stream_decode(rows)) { decode512_groups_f32(x, w, outputs, k, y, alpha, beta); return; }
     if (rows == 1 && __atomic_load_n(&use_avx512, __ATOMIC_RELAXED)) { decode512_f32(x, w, outputs, k, y, alpha, beta); return; }
     if (kv_uses_avx2()) { avx2_f32_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta, after, afterBytes); return; }
 #endif
@@ -573,6 +624,7 @@ void kv_skinny_gemm_f16_packed_then(const float *x, ptrdiff_t ldx, ptrdiff_t row
                                     ptrdiff_t afterBytes) {
 #if KV_X86
     if (avx512_for(rows)) { packed512_f16(x, ldx, rows, w, outputs, k, y, ldy, alpha, beta, after, afterBytes); return; }
+    if (one_stream_decode(rows)) { decode512_groups_f16(x, w, outputs, k, y, alpha, beta); return; }
     if (has_f16c) { avx2_f16_packed(x, ldx, rows, w, k, outputs, k, y, ldy, alpha, beta, after, afterBytes); return; }
 #endif
     (void)after, (void)afterBytes;

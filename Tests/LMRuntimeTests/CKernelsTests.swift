@@ -150,6 +150,27 @@ struct CKernelsTests {
         #endif
     }
 
+    /// kv_amd_zen_generation agrees with /proc/cpuinfo's vendor, family, model and flags: family 23
+    /// is Zen 1 below model 48 and Zen 2 from it, family 25 Zen 3 without AVX-512 and Zen 4 with it,
+    /// family 26 Zen 5; other CPUs 0.
+    @Test func amdZenGeneration_matchesTheCPU() throws {
+        #if arch(x86_64)
+        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        try #require(!cpuinfo.isEmpty, "no /proc/cpuinfo to compare with")
+        func field(_ name: String) -> String {
+            let line = cpuinfo.split(separator: "\n").first { $0.hasPrefix(name) } ?? ""
+            return line.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        }
+        let family = Int(field("cpu family")) ?? -1, model = Int(field("model\t")) ?? -1
+        let avx512 = field("flags").split(separator: " ").contains("avx512f")
+        let expected = field("vendor_id") != "AuthenticAMD" ? 0
+            : family == 23 ? (model < 48 ? 1 : 2) : family == 25 ? (avx512 ? 4 : 3) : family == 26 ? 5 : 0
+        #expect(Kernels.amdZenGeneration == expected, "family \(family) model \(model)")
+        #else
+        #expect(Kernels.amdZenGeneration == 0)
+        #endif
+    }
+
     /// The prefix store's file checksum: every single-bit flip, every truncation and every
     /// appended byte of buffers around the 32-byte stripe and 8-byte word edges changes it.
     @Test(arguments: [0, 1, 7, 8, 31, 32, 33, 64, 100])

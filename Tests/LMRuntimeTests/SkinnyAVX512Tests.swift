@@ -164,6 +164,58 @@ struct SkinnyAVX512Tests {
         #expect(kv_set_skinny_avx512(original) == 0)
     }
 
+    /// Runs `body` with decode steps reading one stream a thread (`true`) or two, then restores the
+    /// previous choice.
+    static func withOneStreamDecode<T>(_ on: Bool, _ body: () throws -> T) rethrows -> T {
+        let old = kv_set_decode_one_stream(on ? 1 : 0)
+        defer { kv_set_decode_one_stream(old) }
+        return try body()
+    }
+
+    /// Decode steps (one activation row) on packed float32 and half weights, plain and finite, give
+    /// the AVX2 body's bits whether the AVX-512 body reads one group at a time (one stream) or two
+    /// side by side: whole groups, odd pairs, a lone last group, partial last groups (13 and 3 rows),
+    /// k with and without a tail, with and without accumulation.
+    @Test func packedDecode_givesTheSameBitsInOneStreamOrTwo() {
+        var mismatches: [String] = []
+        for (outputs, k) in [(8, 16), (20, 100), (4, 9), (76, 24), (67, 33), (16, 40), (13, 2101), (3, 8), (12, 768)] {
+            let x = CKernelsTests.values(k, seed: UInt64(k), scale: 3)
+            let w = CKernelsTests.values(outputs * k, seed: UInt64(outputs + 3 * k), scale: 2)
+            let whole = outputs / kv_pack_group() * kv_pack_group()
+            let floats = PackedWeightsTests.packed(Array(w[0 ..< whole * k]), rows: whole, k: k) + w[(whole * k)...]
+            let halfs = PackedWeightsTests.packed(Array(w[0 ..< whole * k].map(Kernels.halfBits)), rows: whole, k: k)
+                + w[(whole * k)...].map(Kernels.halfBits)
+            let start = CKernelsTests.values(outputs, seed: 5, scale: 1)
+            for (alpha, beta) in [(Float(1), Float(0)), (0.5, 1)] {
+                let kernels: [(String, (UnsafeMutablePointer<Float>) -> Void)] = [
+                    ("f32", { kv_skinny_gemm_packed(x, k, 1, floats, outputs, k, $0, outputs, alpha, beta) }),
+                    ("f16", { kv_skinny_gemm_f16_packed(x, k, 1, halfs, outputs, k, $0, outputs, alpha, beta) }),
+                    ("f16 finite", { kv_skinny_gemm_f16_packed_finite(x, k, 1, halfs, outputs, k, $0, outputs, alpha, beta) }),
+                ]
+                for (name, kernel) in kernels {
+                    let one = Self.withOneStreamDecode(true) { Self.bothWays(rows: 1, outputs: outputs, k: k, start: start, kernel) }
+                    let two = Self.withOneStreamDecode(false) { Self.bothWays(rows: 1, outputs: outputs, k: k, start: start, kernel) }
+                    if one.on != one.off || two.on != one.off { mismatches.append("\(name) \(outputs)x\(k) beta \(beta)") }
+                }
+            }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches)")
+    }
+
+    /// The decode switch reports the previous choice, and Kernels.decodeStreams follows it while the
+    /// AVX-512 bodies are on (two streams with them off).
+    @Test func setDecodeOneStream_returnsThePreviousChoice() {
+        Self.withAVX512(true) {
+            let original = kv_set_decode_one_stream(1)
+            #expect(kv_decodes_one_stream() == 1 && Kernels.decodeStreams == 1)
+            #expect(kv_set_decode_one_stream(0) == 1)
+            #expect(kv_decodes_one_stream() == 0 && Kernels.decodeStreams == 2)
+            kv_set_decode_one_stream(1)
+            Self.withAVX512(false) { #expect(Kernels.decodeStreams == 2) }
+            #expect(kv_set_decode_one_stream(original) == 1)
+        }
+    }
+
     /// A tiny model's prompts of 1 to 64 new tokens on top of a cache (9, 2, 5, 16, 64, 3, 1 and 7):
     /// every logit and layer 1's cached keys, as bit patterns, under whatever kernel switches hold.
     static func forwardBits(precision: WeightPrecision, seed: UInt64) throws -> (logits: [[UInt32]], keys: [UInt32]) {
@@ -186,5 +238,17 @@ struct SkinnyAVX512Tests {
         let off = try Self.withAVX512(false) { try Self.forwardBits(precision: precision, seed: 21) }
         #expect(on.logits == off.logits, "logits differ with the AVX-512 bodies on and off")
         #expect(on.keys == off.keys, "cached keys differ with the AVX-512 bodies on and off")
+    }
+
+    /// The same prompts, AVX-512 bodies on, with decode steps reading one stream a thread and two:
+    /// the same logits and cache rows bit for bit.
+    @Test(arguments: [WeightPrecision.f32, .f16])
+    func forward_givesTheSameLogitsAndCacheInOneDecodeStreamOrTwo(precision: WeightPrecision) throws {
+        let (one, two) = try Self.withAVX512(true) {
+            (try Self.withOneStreamDecode(true) { try Self.forwardBits(precision: precision, seed: 25) },
+             try Self.withOneStreamDecode(false) { try Self.forwardBits(precision: precision, seed: 25) })
+        }
+        #expect(one.logits == two.logits, "logits differ between one decode stream and two")
+        #expect(one.keys == two.keys, "cached keys differ between one decode stream and two")
     }
 }

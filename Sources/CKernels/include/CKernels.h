@@ -91,6 +91,14 @@ void kv_skinny_gemm_f16_packed_finite_then(const float *x, ptrdiff_t ldx, ptrdif
 /// where the CPU has them; KVSESSION_AVX512=0 or 1 overrides it. Each element gets the AVX2 body's
 /// arithmetic either way, so results are the same bits.
 int kv_set_skinny_avx512(int on);
+/// With the AVX-512 bodies on, makes a decode step (one activation row, packed float32 or half
+/// weights) read one group of rows at a time front to back, one stream a thread (1), or, on float32,
+/// two groups side by side (0; halfs then take the AVX2 eight-row tile); returns the previous choice.
+/// Default: one stream on the AMD Zen 4 family, where it measured faster; KVSESSION_DECODE_ONE_STREAM=0
+/// or 1 overrides it. Each row gets the AVX2 body's arithmetic either way, so results are the same bits.
+int kv_set_decode_one_stream(int on);
+/// 1 when decode steps are set to read one stream a thread (they do when the AVX-512 bodies are on).
+int kv_decodes_one_stream(void);
 /// 1 when the CPU can run the AVX-512 tiles (whether or not they are switched on), else 0.
 int kv_has_avx512(void);
 /// 1 when the AVX-512 tiles are switched on (and so run), else 0.
@@ -103,6 +111,11 @@ int kv_uses_skinny_avx512(void);
 int kv_set_prefetch_l2(int on);
 /// 1 when the kernels' software prefetches go to L2 only, else 0.
 int kv_prefetches_to_l2(void);
+/// The Zen generation of this AMD CPU (1 for Zen and Zen+, 2, 3, 4 or 5), or 0 for any other CPU,
+/// read from CPUID itself (the defaults above that name a Zen core follow it): the compiler
+/// runtime's __builtin_cpu_is knows only the cores of its release (Debian's called a Zen 4, family
+/// 25 model 17, "znver3").
+int kv_amd_zen_generation(void);
 /// How many of the n halfs at w are infinities or NaNs.
 ptrdiff_t kv_count_nonfinite_halfs(const uint16_t *w, ptrdiff_t n);
 /// Packs `rows` (a multiple of G) dense rows of k elements in place; `group` holds Gk elements.

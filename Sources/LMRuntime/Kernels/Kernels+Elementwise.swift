@@ -143,6 +143,15 @@ extension Kernels {
     /// Where the skinny and attention kernels' software prefetches land: `L2` (PREFETCHT1; by
     /// default on the AMD Zen 4 family, unless `KVSESSION_PREFETCH_L2=0`) or `L1` (PREFETCHT0).
     package static var prefetchLevel: String { kv_prefetches_to_l2() != 0 ? "L2" : "L1" }
+
+    /// This AMD CPU's Zen generation (1 for Zen and Zen+, 2 to 5), or 0 for any other CPU: the kernel
+    /// defaults measured per core (prefetch level, decode streams, the half split tile) follow it.
+    package static var amdZenGeneration: Int { Int(kv_amd_zen_generation()) }
+
+    /// How many streams of weights each thread's share of a decode step reads at once: 1 (the
+    /// AVX-512 bodies reading one group of rows at a time; by default on the AMD Zen 4 family,
+    /// unless `KVSESSION_DECODE_ONE_STREAM=0`) or 2 (two groups side by side).
+    package static var decodeStreams: Int { kv_uses_skinny_avx512() != 0 && kv_decodes_one_stream() != 0 ? 1 : 2 }
 }
 
 /// The SIMD width of the Swift-side vector loops.
