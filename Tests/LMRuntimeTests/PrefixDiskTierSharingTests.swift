@@ -86,6 +86,41 @@ struct PrefixDiskTierSharingTests {
         #expect(widget.statistics.diskEntryCount == 3 && widget.statistics.rejectedFiles == 0)
     }
 
+    /// A file replaced by one that got the old one's inode number back (the system reuses a freed
+    /// inode) is still indexed again when its size changed: here the old inode is kept alive by a
+    /// hard link, given the split's tail bytes, and renamed back over the entry's name, so the
+    /// other store sees its inode unchanged.
+    @Test func restore_seesARewrittenFileThatKeptItsInodeNumber() throws {
+        let directory = disk.directory(), keep = disk.directory()
+        defer { try? FileManager.default.removeItem(at: directory); try? FileManager.default.removeItem(at: keep) }
+        try FileManager.default.createDirectory(at: keep, withIntermediateDirectories: true)
+        let a = base.tokens(40, seed: 64)
+        var b = a
+        b[28] = (b[28] + 1) % disk.weights.config.vocabSize
+        let app = base.store(directory: directory)
+        app.publish(try base.filled(a, on: base.model), boundaries: [40])
+        app.flush()
+        let name = try #require(disk.files(in: directory).first)
+        let held = keep.appendingPathComponent("held")
+        try FileManager.default.linkItem(at: directory.appendingPathComponent(name), to: held)   // the inode stays alive
+        let widget = base.store(directory: directory)   // indexes a's whole file
+        app.publish(try base.filled(b, on: base.model), boundaries: [40])   // splits a: its file becomes the tail 28..<40
+        app.flush()
+        let tail = try Data(contentsOf: directory.appendingPathComponent(name))
+        let handle = try FileHandle(forWritingTo: held)
+        try handle.truncate(atOffset: 0)
+        try handle.write(contentsOf: tail)
+        try handle.close()
+        #expect(rename(held.path, directory.appendingPathComponent(name).path) == 0)
+        for tokens in [a, b] {
+            let (restored, logitError, _) = try base.restoreAndCompare(widget, tokens + [1], boundaries: [40])
+            #expect(restored == PrefixStore.Restored(fromMemory: 0, fromDisk: 40))
+            #expect(logitError <= 1e-4)
+        }
+        #expect(widget.statistics.diskByteCount == (try totalBytes(directory)))
+        #expect(widget.statistics.diskEntryCount == 3 && widget.statistics.rejectedFiles == 0)
+    }
+
     /// Opening a store removes the temporary files of writers that are gone, and leaves those of
     /// live processes (this one, or another) that may still be writing them.
     @Test func open_removesOnlyTemporaryFilesWhoseWriterIsGone() throws {

@@ -147,8 +147,8 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
 
     /// Brings the index up to date with the directory, which other processes may write and evict
     /// in too (an app and its extensions sharing an app-group container): files not in the index
-    /// are indexed from their headers, files replaced since (another inode: a tail rewrite) are
-    /// indexed again, files gone are dropped, each file's last use becomes the later of the
+    /// are indexed from their headers, files replaced since (another inode or another size: a tail
+    /// rewrite, whose file may get a freed inode number back) are indexed again, files gone are dropped, each file's last use becomes the later of the
     /// index's and its modification time (another process's restores touch it), and temporary
     /// files whose writer is gone are removed. A `stat` per file, headers only for new ones.
     /// Nothing is listed while the directory is as it was at the last scan: the same
@@ -159,7 +159,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         guard stat(directory.path, &status) == 0 else { return }
         let changed = Self.modified(status), began = Self.nanoseconds(Date())
         if let last = state.withLock({ $0.lastScan }), last.changed == changed, last.began - changed > 1_000_000_000 { return }
-        let known = state.withLock { $0.files.mapValues(\.inode) }
+        let known = state.withLock { $0.files.mapValues { (inode: $0.inode, bytes: $0.bytes) } }
         var listed: [PrefixKey: (inode: UInt64, bytes: Int, modified: Date, header: IndexedHeader?)] = [:]
         var removedTemporary = 0
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] {
@@ -172,7 +172,8 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
                 continue   // not ours: left alone
             }
             let inode = UInt64(status.st_ino), bytes = Int(status.st_size)
-            let header = known[key] == inode ? nil : indexedHeader(of: URL(fileURLWithPath: path), size: bytes)
+            let header = known[key].map { $0.inode == inode && $0.bytes == bytes } == true ? nil
+                : indexedHeader(of: URL(fileURLWithPath: path), size: bytes)
             listed[key] = (inode, bytes, Date(timeIntervalSince1970: Double(Self.modified(status)) / 1e9), header)
         }
         let scanStart = Date(timeIntervalSince1970: Double(began) / 1e9)
