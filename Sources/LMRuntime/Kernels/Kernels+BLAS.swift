@@ -152,8 +152,14 @@ package enum Kernels {
     }
 
     /// Activation rows from which projections over half weights convert chunks of weight rows to
-    /// float32 once instead of converting in registers for every tile of rows.
-    package static let halfConversionRows = Int(ProcessInfo.processInfo.environment["KVSESSION_HALF_CONVERT_ROWS"] ?? "") ?? 8
+    /// float32 once instead of converting in registers for every tile of rows: 8, measured on the
+    /// Zen 1 family (F16C on 128-bit units, a conversion dearer than streaming its weight); 32 on
+    /// AMD Zen 4 with the AVX-512 bodies, where a 512-bit conversion serves up to twelve rows and
+    /// passes of 8 / 16 new tokens on `base` went from 1.52–1.60 / 1.32–1.38 to 1.30–1.37 /
+    /// 1.24–1.28 of their roofline (32 rows even, 64 a little better chunked).
+    /// `KVSESSION_HALF_CONVERT_ROWS` overrides it. Either way, the same bits.
+    package static let halfConversionRows = Int(ProcessInfo.processInfo.environment["KVSESSION_HALF_CONVERT_ROWS"] ?? "")
+        ?? (kv_amd_zen_generation() == 4 && kv_uses_skinny_avx512() != 0 ? 32 : 8)
 
     /// OpenBLAS's `c = alpha * a · bᵀ + beta * c` (sgemv for one row).
     private static func sgemm(_ a: Matrix, transposed b: Matrix, into c: Matrix, alpha: Float, beta: Float) {
