@@ -148,9 +148,10 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     /// Brings the index up to date with the directory, which other processes may write and evict
     /// in too (an app and its extensions sharing an app-group container): files not in the index
     /// are indexed from their headers, files replaced since (another inode or another size: a tail
-    /// rewrite, whose file may get a freed inode number back) are indexed again, files gone are dropped, each file's last use becomes the later of the
-    /// index's and its modification time (another process's restores touch it), and temporary
-    /// files whose writer is gone are removed. A `stat` per file, headers only for new ones.
+    /// rewrite, whose file may get a freed inode number back) are indexed again, files gone are
+    /// dropped, each file's last use becomes the later of the index's and its modification time
+    /// (another process's restores touch it), and temporary files whose writer is gone are
+    /// removed. A `stat` per file, headers only for new ones.
     /// Nothing is listed while the directory is as it was at the last scan: the same
     /// modification time, and that scan began over a second after it (two changes in one clock
     /// tick leave the time as the first one set it).

@@ -157,9 +157,10 @@ package enum Kernels {
     /// AMD Zen 4 with the AVX-512 bodies, where a 512-bit conversion serves up to twelve rows and
     /// passes of 8 / 16 new tokens on `base` went from 1.52–1.60 / 1.32–1.38 to 1.30–1.37 /
     /// 1.24–1.28 of their roofline (32 rows even, 64 a little better chunked).
+    /// Never above the skinny range's end, so passes beyond it still reach sgemm;
     /// `KVSESSION_HALF_CONVERT_ROWS` overrides it. Either way, the same bits.
     package static let halfConversionRows = Int(ProcessInfo.processInfo.environment["KVSESSION_HALF_CONVERT_ROWS"] ?? "")
-        ?? (kv_amd_zen_generation() == 4 && kv_uses_skinny_avx512() != 0 ? 32 : 8)
+        ?? min(kv_amd_zen_generation() == 4 && kv_uses_skinny_avx512() != 0 ? 32 : 8, skinnyRowLimit + 1)
 
     /// OpenBLAS's `c = alpha * a · bᵀ + beta * c` (sgemv for one row).
     private static func sgemm(_ a: Matrix, transposed b: Matrix, into c: Matrix, alpha: Float, beta: Float) {

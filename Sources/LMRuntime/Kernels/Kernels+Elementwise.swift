@@ -145,7 +145,8 @@ extension Kernels {
     package static var prefetchLevel: String { kv_prefetches_to_l2() != 0 ? "L2" : "L1" }
 
     /// This AMD CPU's Zen generation (1 for Zen and Zen+, 2 to 5), or 0 for any other CPU: the kernel
-    /// defaults measured per core (prefetch level, decode streams, the half split tile) follow it.
+    /// defaults measured per core (prefetch level, decode streams, the half split tile, the
+    /// half conversion threshold) follow it.
     package static var amdZenGeneration: Int { Int(kv_amd_zen_generation()) }
 
     /// How many streams of weights each thread's share of a decode step reads at once: 1 (the
