@@ -53,7 +53,9 @@ final class InvalidationJournal {
 
     private let file: URL
     private let marker: String
-    private let lockDescriptor: Int32
+    private let lockFile: URL
+    /// The lock file, open; replaced when the file at ``lockFile`` is no longer the one it holds.
+    private var lockDescriptor: Int32
 
     /// Opens the journal of `directory` (creating the lock file, and a journal when there is none or
     /// it is not one).
@@ -61,10 +63,10 @@ final class InvalidationJournal {
     init(directory: URL, marker: String) throws {
         file = directory.appendingPathComponent(".invalidations")
         self.marker = marker
-        let lock = directory.appendingPathComponent(".invalidations.lock")
-        lockDescriptor = open(lock.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        lockFile = directory.appendingPathComponent(".invalidations.lock")
+        lockDescriptor = open(lockFile.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard lockDescriptor >= 0 else {
-            throw DiskTierError.unusable(directory.path, reason: "cannot open \(lock.lastPathComponent): errno \(errno)")
+            throw DiskTierError.unusable(directory.path, reason: "cannot open \(lockFile.lastPathComponent): errno \(errno)")
         }
         locked(exclusive: true) {
             if case .none = read() { start(with: nil) }
@@ -170,8 +172,24 @@ final class InvalidationJournal {
         return Mark(epoch: epoch, length: text.utf8.count)
     }
 
+    /// Runs `body` holding the lock file's `flock`. A lock taken on a file that was removed or
+    /// replaced since it was opened (by a person, or a cleanup of the directory) would exclude no
+    /// process that opens the path now, so the file is opened again, created if need be, and locked
+    /// anew; if it cannot be opened, the old descriptor's lock is what there is.
     private func locked<T>(exclusive: Bool, _ body: () -> T) -> T {
-        while flock(lockDescriptor, exclusive ? LOCK_EX : LOCK_SH) != 0, errno == EINTR {}
+        while true {
+            while flock(lockDescriptor, exclusive ? LOCK_EX : LOCK_SH) != 0, errno == EINTR {}
+            var held = stat(), named = stat()
+            if fstat(lockDescriptor, &held) != 0 || stat(lockFile.path, &named) == 0 && held.st_dev == named.st_dev
+                && held.st_ino == named.st_ino {
+                break
+            }
+            let reopened = open(lockFile.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            if reopened < 0 { break }
+            flock(lockDescriptor, LOCK_UN)
+            close(lockDescriptor)
+            lockDescriptor = reopened
+        }
         defer { flock(lockDescriptor, LOCK_UN) }
         return body()
     }

@@ -272,4 +272,29 @@ struct SharedDirectoryTests {
         _ = try await running.value
         #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.origin == .disk)
     }
+
+    /// The journal's lock file removed while a journal is open (by a person, or a cleanup of the
+    /// directory), then created again by another process that takes its lock: the open journal
+    /// locks the file now at the path, not the removed one, so its next record waits for the
+    /// other's lock and goes on once it is released.
+    @Test func journal_locksTheLockFileNowAtItsPathAfterItWasRemoved() throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        nonisolated(unsafe) let journal = try InvalidationJournal(directory: directory, marker: ".tmp-test-")
+        let lock = directory.appendingPathComponent(".invalidations.lock")
+        try FileManager.default.removeItem(at: lock)
+        let other = open(lock.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)   // the other process's new lock file
+        try #require(other >= 0 && flock(other, LOCK_EX) == 0)
+        let recorded = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            journal.record(.tag("weather"))
+            recorded.signal()
+        }
+        #expect(recorded.wait(timeout: .now() + 0.5) == .timedOut, "the record did not wait for the lock on the new file")
+        flock(other, LOCK_UN)
+        close(other)
+        #expect(recorded.wait(timeout: .now() + 30) == .success)
+        #expect(journal.mark().map { $0.length } ?? 0 > 0)
+        #expect(FileManager.default.fileExists(atPath: lock.path))
+    }
 }
