@@ -65,59 +65,39 @@ struct PrefixDiskTierSharingTests {
 
     /// A file another store replaced (a split rewrites the split entry's file as its tail) is
     /// indexed again: this store's count of bytes is the directory's, and both branches restore.
-    @Test func restore_seesAFileAnotherStoreRewroteAsItsTail() throws {
-        let directory = disk.directory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+    /// Also when the new file got the old one's inode number back (the system reuses a freed
+    /// inode; its size differs): here a hard link keeps the old inode alive, is given the tail's
+    /// bytes and is renamed back over the entry's name, so the other store sees its inode unchanged.
+    @Test(arguments: [false, true])
+    func restore_seesAFileAnotherStoreRewroteAsItsTail(keepingItsInode: Bool) throws {
+        let directory = disk.directory(), keep = disk.directory()
+        defer { try? FileManager.default.removeItem(at: directory); try? FileManager.default.removeItem(at: keep) }
+        try FileManager.default.createDirectory(at: keep, withIntermediateDirectories: true)
         let a = base.tokens(40, seed: 62)
         var b = a
         b[28] = (b[28] + 1) % disk.weights.config.vocabSize
         let app = base.store(directory: directory)
         app.publish(try base.filled(a, on: base.model), boundaries: [40])
         app.flush()
+        let file = directory.appendingPathComponent(try #require(disk.files(in: directory).first))
+        let held = keep.appendingPathComponent("held")
+        if keepingItsInode { try FileManager.default.linkItem(at: file, to: held) }   // the inode stays alive
         let widget = base.store(directory: directory)   // indexes a's whole file
         app.publish(try base.filled(b, on: base.model), boundaries: [40])   // splits a: its file becomes the tail 28..<40
         app.flush()
+        if keepingItsInode {
+            let tail = try Data(contentsOf: file), handle = try FileHandle(forWritingTo: held)
+            try handle.truncate(atOffset: 0)
+            try handle.write(contentsOf: tail)
+            try handle.close()
+            #expect(rename(held.path, file.path) == 0)
+        }
         for tokens in [a, b] {
             let (restored, logitError, _) = try base.restoreAndCompare(widget, tokens + [1], boundaries: [40])
             #expect(restored == PrefixStore.Restored(fromMemory: 0, fromDisk: 40))
             #expect(logitError <= 1e-4)
             #expect(widget.statistics.diskByteCount == (try totalBytes(directory)))
         }
-        #expect(widget.statistics.diskEntryCount == 3 && widget.statistics.rejectedFiles == 0)
-    }
-
-    /// A file replaced by one that got the old one's inode number back (the system reuses a freed
-    /// inode) is still indexed again when its size changed: here the old inode is kept alive by a
-    /// hard link, given the split's tail bytes, and renamed back over the entry's name, so the
-    /// other store sees its inode unchanged.
-    @Test func restore_seesARewrittenFileThatKeptItsInodeNumber() throws {
-        let directory = disk.directory(), keep = disk.directory()
-        defer { try? FileManager.default.removeItem(at: directory); try? FileManager.default.removeItem(at: keep) }
-        try FileManager.default.createDirectory(at: keep, withIntermediateDirectories: true)
-        let a = base.tokens(40, seed: 64)
-        var b = a
-        b[28] = (b[28] + 1) % disk.weights.config.vocabSize
-        let app = base.store(directory: directory)
-        app.publish(try base.filled(a, on: base.model), boundaries: [40])
-        app.flush()
-        let name = try #require(disk.files(in: directory).first)
-        let held = keep.appendingPathComponent("held")
-        try FileManager.default.linkItem(at: directory.appendingPathComponent(name), to: held)   // the inode stays alive
-        let widget = base.store(directory: directory)   // indexes a's whole file
-        app.publish(try base.filled(b, on: base.model), boundaries: [40])   // splits a: its file becomes the tail 28..<40
-        app.flush()
-        let tail = try Data(contentsOf: directory.appendingPathComponent(name))
-        let handle = try FileHandle(forWritingTo: held)
-        try handle.truncate(atOffset: 0)
-        try handle.write(contentsOf: tail)
-        try handle.close()
-        #expect(rename(held.path, directory.appendingPathComponent(name).path) == 0)
-        for tokens in [a, b] {
-            let (restored, logitError, _) = try base.restoreAndCompare(widget, tokens + [1], boundaries: [40])
-            #expect(restored == PrefixStore.Restored(fromMemory: 0, fromDisk: 40))
-            #expect(logitError <= 1e-4)
-        }
-        #expect(widget.statistics.diskByteCount == (try totalBytes(directory)))
         #expect(widget.statistics.diskEntryCount == 3 && widget.statistics.rejectedFiles == 0)
     }
 
