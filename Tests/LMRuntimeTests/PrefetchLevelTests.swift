@@ -33,9 +33,7 @@ struct PrefetchLevelTests {
     /// switch is left as it is: SkinnyAVX512Tests checks that switch's own state and may run meanwhile.)
     @Test(arguments: [WeightPrecision.f32, .f16])
     func forward_givesTheSameLogitsAndCacheWhereverPrefetchesLand(precision: WeightPrecision) throws {
-        let toL2 = try Self.withPrefetchToL2(true) { try SkinnyAVX512Tests.forwardBits(precision: precision, seed: 23) }
-        let toL1 = try Self.withPrefetchToL2(false) { try SkinnyAVX512Tests.forwardBits(precision: precision, seed: 23) }
-        #expect(toL2.logits == toL1.logits, "logits differ between prefetches into L2 and L1")
-        #expect(toL2.keys == toL1.keys, "cached keys differ between prefetches into L2 and L1")
+        try SkinnyAVX512Tests.expectSameForwardBits(precision: precision, seed: 23, "between prefetches into L2 and L1",
+                                                    { try Self.withPrefetchToL2(true, $0) }, { try Self.withPrefetchToL2(false, $0) })
     }
 }

@@ -231,24 +231,35 @@ struct SkinnyAVX512Tests {
         return (logits, cache.keys(layer: 1).rows(0 ..< at).toArray().map(\.bitPattern))
     }
 
+    typealias ForwardBits = (logits: [[UInt32]], keys: [UInt32])
+
+    /// ``forwardBits(precision:seed:)`` under two settings of the kernel switches (`first` and
+    /// `second` each run the body they are given under theirs): the same logits and cached keys,
+    /// bit for bit; a failure names `difference`.
+    static func expectSameForwardBits(precision: WeightPrecision, seed: UInt64, _ difference: String,
+                                      _ first: (() throws -> ForwardBits) throws -> ForwardBits,
+                                      _ second: (() throws -> ForwardBits) throws -> ForwardBits,
+                                      sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let a = try first { try forwardBits(precision: precision, seed: seed) }
+        let b = try second { try forwardBits(precision: precision, seed: seed) }
+        #expect(a.logits == b.logits, "logits differ \(difference)", sourceLocation: sourceLocation)
+        #expect(a.keys == b.keys, "cached keys differ \(difference)", sourceLocation: sourceLocation)
+    }
+
     /// A model's prompts of 1 to 64 new tokens on top of a cache (float32 and half weights) give the same logits and cache rows bit for bit with the tiles on and off.
     @Test(arguments: [WeightPrecision.f32, .f16])
     func forward_givesTheSameLogitsAndCacheWithAVX512OnOrOff(precision: WeightPrecision) throws {
-        let on = try Self.withAVX512(true) { try Self.forwardBits(precision: precision, seed: 21) }
-        let off = try Self.withAVX512(false) { try Self.forwardBits(precision: precision, seed: 21) }
-        #expect(on.logits == off.logits, "logits differ with the AVX-512 bodies on and off")
-        #expect(on.keys == off.keys, "cached keys differ with the AVX-512 bodies on and off")
+        try Self.expectSameForwardBits(precision: precision, seed: 21, "with the AVX-512 bodies on and off",
+                                       { try Self.withAVX512(true, $0) }, { try Self.withAVX512(false, $0) })
     }
 
     /// The same prompts, AVX-512 bodies on, with decode steps reading one stream a thread and two:
     /// the same logits and cache rows bit for bit.
     @Test(arguments: [WeightPrecision.f32, .f16])
     func forward_givesTheSameLogitsAndCacheInOneDecodeStreamOrTwo(precision: WeightPrecision) throws {
-        let (one, two) = try Self.withAVX512(true) {
-            (try Self.withOneStreamDecode(true) { try Self.forwardBits(precision: precision, seed: 25) },
-             try Self.withOneStreamDecode(false) { try Self.forwardBits(precision: precision, seed: 25) })
+        try Self.withAVX512(true) {
+            try Self.expectSameForwardBits(precision: precision, seed: 25, "between one decode stream and two",
+                                           { try Self.withOneStreamDecode(true, $0) }, { try Self.withOneStreamDecode(false, $0) })
         }
-        #expect(one.logits == two.logits, "logits differ between one decode stream and two")
-        #expect(one.keys == two.keys, "cached keys differ between one decode stream and two")
     }
 }
