@@ -2,6 +2,7 @@ import Foundation
 import LMRuntime
 @testable import LMSession
 import LMTestSupport
+import Synchronization
 import Testing
 
 /// Random schemas, random budgets, random token choices: every output must be a complete
@@ -27,12 +28,13 @@ import Testing
 
     @Test func decode_randomSchemasAndBudgets_alwaysGiveValidCompleteValues() throws {
         var rng = SeededGenerator(seed: 0x5eed)
-        var checked = 0, atMinimumBudget = 0, escaped = 0, readTogether = 0, numbersTogether = 0
+        var checked = 0, atMinimumBudget = 0, escaped = 0, readTogether = 0, numbersTogether = 0, arraysTogether = 0
         for index in 0 ..< Self.caseCount {
             let node = RandomSchema.object(depth: 0, &rng)
             let grammar = try SchemaGrammar(GenerationSchema(root: node), vocabulary: Self.vocabulary)
             if grammar.nodes.contains(where: { if case .text = $0 { true } else { false } }) { readTogether += 1 }
             if grammar.nodes.contains(where: { if case .numbers = $0 { true } else { false } }) { numbersTogether += 1 }
+            if grammar.nodes.contains(where: { if case .array(_, _, _, from: 1...) = $0 { true } else { false } }) { arraysTogether += 1 }
             let minimum = grammar.minimumLength[grammar.root]
             let budget = index % 5 == 0 ? minimum : minimum + Int.random(in: 0 ... 60, using: &rng)
             if budget == minimum { atMinimumBudget += 1 }
@@ -53,6 +55,7 @@ import Testing
         #expect(escaped >= Self.caseCount / 50, "string escapes were decoded in only \(escaped) cases")
         #expect(readTogether >= Self.caseCount / 50, "strings of several shapes were read together in only \(readTogether) cases")
         #expect(numbersTogether >= Self.caseCount / 50, "numbers under several rules were read together in only \(numbersTogether) cases")
+        #expect(arraysTogether >= Self.caseCount / 50, "arrays were read together in only \(arraysTogether) cases")
     }
 
     /// Whether the grammar of `node` takes each of `texts` whole (finished, or a whole number at the top).
@@ -120,14 +123,81 @@ import Testing
         let grammar = try SchemaGrammar(GenerationSchema(root: any), vocabulary: Self.vocabulary)
         #expect(grammar.minimumLength[grammar.root] == 1)
         #expect(try Self.accepts(any, "null", "[]", "{}", "-", #""a"x"#) == [false, false, false, false, false])
-        // Parting where the next byte does not settle it (two arrays): refused, naming the property.
-        let list = { (n: Int) in SchemaNode.array(element: number, minimumCount: nil, maximumCount: n) }
-        for (a, b) in [(list(2), list(3)), (list(2), .array(element: free, minimumCount: nil, maximumCount: nil))] {
-            let parting = SchemaNode.anyOf(name: "Either", description: nil, choices: [object(property("distance", a)), object(property("distance", b))])
-            #expect {
-                try SchemaGrammar(GenerationSchema(root: parting), vocabulary: Self.vocabulary)
-            } throws: { "\($0)".contains("'distance'") }
+    }
+
+    /// Choices between arrays at one place: their brackets and commas are read together, and the
+    /// elements (what they are, how many) tell the arrays apart, as structures are told apart.
+    @Test func schemaGrammar_arraysAtOnePlace_areToldApartByTheirElements() throws {
+        let number = SchemaNode.number(minimum: 0, maximum: 99, integral: true), free = SchemaNode.string(choices: nil, pattern: nil)
+        let list = { (element: SchemaNode, lo: Int?, hi: Int?) in SchemaNode.array(element: element, minimumCount: lo, maximumCount: hi) }
+        let km = SchemaNode.string(choices: ["km"], pattern: nil)
+        // Different elements: the first element decides, and the rest of its array holds to it.
+        let mixed = SchemaNode.anyOf(name: "Mixed", description: nil, choices: [list(.boolean, nil, nil), list(free, nil, nil)])
+        #expect(try Self.accepts(mixed, "[true,false]", #"["a","b"]"#, "[]", #"[true,"a"]"#, #"["a",false]"#, "[true,]", "[")
+            == [true, true, true, false, false, false, false])
+        // The same elements, counts up to 2 or 3, each followed by its own property.
+        let counted = SchemaNode.anyOf(name: "Either", description: nil, choices: [
+            object(property("distance", list(number, nil, 2)), property("unit", km)),
+            object(property("distance", list(number, nil, 3)), property("note", free)),
+        ])
+        #expect(try Self.accepts(counted, #"{"distance":[1,2],"unit":"km"}"#, #"{"distance":[1,2,3],"note":"x"}"#,
+                                 #"{"distance":[],"unit":"km"}"#, #"{"distance":[1],"note":"x"}"#) == [true, true, true, true])
+        #expect(try Self.accepts(counted, #"{"distance":[1,2,3],"unit":"km"}"#, #"{"distance":[1,2,3,4],"note":"x"}"#,
+                                 #"{"distance":[1,2],"unit":"mi"}"#, #"{"distance":[1,2]}"#) == [false, false, false, false])
+        // Different elements inside structures, then different properties.
+        let elements = SchemaNode.anyOf(name: "Either", description: nil, choices: [
+            object(property("distance", list(number, 1, nil)), property("unit", km)),
+            object(property("distance", list(free, nil, nil)), property("note", .boolean)),
+        ])
+        #expect(try Self.accepts(elements, #"{"distance":[4,5],"unit":"km"}"#, #"{"distance":["a"],"note":true}"#,
+                                 #"{"distance":[],"note":false}"#) == [true, true, true])
+        #expect(try Self.accepts(elements, #"{"distance":[],"unit":"km"}"#, #"{"distance":[4],"note":true}"#,
+                                 #"{"distance":["a"],"unit":"km"}"#, #"{"distance":[4,"a"],"unit":"km"}"#) == [false, false, false, false])
+        // Unbounded arrays of the same elements and different least counts; arrays of arrays.
+        let least = SchemaNode.anyOf(name: "Least", description: nil, choices: [
+            object(property("x", list(number, 2, nil)), property("a", .boolean)), object(property("x", list(number, nil, nil)), property("b", .boolean)),
+        ])
+        #expect(try Self.accepts(least, #"{"x":[1,2,3],"a":true}"#, #"{"x":[1,2,3],"b":true}"#, #"{"x":[],"b":true}"#,
+                                 #"{"x":[1],"a":true}"#, #"{"x":[],"a":true}"#) == [true, true, true, false, false])
+        let nested = SchemaNode.anyOf(name: "Nested", description: nil, choices: [list(list(number, nil, nil), nil, nil), list(list(free, nil, nil), nil, 1)])
+        #expect(try Self.accepts(nested, "[[1],[2,3]]", #"[["a","b"]]"#, "[[],[]]", "[[]]", #"[["a"],["b"]]"#, #"[[1],["a"]]"#)
+            == [true, true, true, true, false, false])
+        // Its shortest value is the shortest of any branch: `[]` where one may be empty.
+        let grammar = try SchemaGrammar(GenerationSchema(root: mixed), vocabulary: Self.vocabulary)
+        #expect(grammar.minimumLength[grammar.root] <= 2)
+        // Refused with a typed error: different elements that read alike for a whole element
+        // (a number both ranges take), and counts so far apart that the choice nests too deep.
+        let reading = { (lo: Double, hi: Double) in list(object(property("km", .number(minimum: lo, maximum: hi, integral: true))), nil, nil) }
+        let alike = SchemaNode.anyOf(name: "Alike", description: nil, choices: [reading(0, 10), reading(5, 100)])
+        #expect { try SchemaGrammar(GenerationSchema(root: alike), vocabulary: Self.vocabulary) } throws: { "\($0)".contains("read alike") }
+        let far = SchemaNode.anyOf(name: "Far", description: nil, choices: [list(number, nil, 500), list(number, nil, 1_000)])
+        #expect { try SchemaGrammar(GenerationSchema(root: far), vocabulary: Self.vocabulary) } throws: { "\($0)".contains("Far") }
+    }
+
+    /// The deepest choices compile on a thread of 512 KiB, the stack of a Dispatch or Swift
+    /// concurrency thread on Apple's platforms: refused at the depth limit, never a stack overflow.
+    @Test func schemaGrammar_choicesAtTheDepthLimit_compileOnASmallStack() throws {
+        let number = SchemaNode.number(minimum: 0, maximum: 99, integral: true)
+        // Arrays of up to 15 or 1,015 numbers: their first 15 elements are read together, about two
+        // nested choices each, just within the limit; one more element is beyond it.
+        let choices = [15, 16, 200].map { near in
+            SchemaNode.anyOf(name: "Counts", description: nil, choices: [near, near + 1000].map {
+                .array(element: number, minimumCount: nil, maximumCount: $0)
+            })
         }
+        let outcomes = Mutex<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            for choice in choices {
+                let compiled = (try? SchemaGrammar(GenerationSchema(root: choice), vocabulary: Self.vocabulary)) != nil
+                outcomes.withLock { $0.append(compiled ? "compiled" : "refused") }
+            }
+            done.signal()
+        }
+        thread.stackSize = 512 << 10
+        thread.start()
+        done.wait()
+        #expect(outcomes.withLock { $0 } == ["compiled", "refused", "refused"])
     }
 
     /// Strings of several shapes where choices part (free text, fixed choices, patterns): read
@@ -305,8 +375,9 @@ enum RandomSchema {
                 SchemaProperty(name: "s\(i)", description: nil, node: value(depth: depth + 1, &rng),
                                isOptional: Int.random(in: 0 ..< 4, using: &rng) == 0)
             }
-            let style = Int.random(in: 0 ..< 6, using: &rng)
+            let style = Int.random(in: 0 ..< 7, using: &rng)
             let parting = distinctShapes(depth: depth, &rng), texts = textShapes(&rng), offset = Int.random(in: 0 ..< 4, using: &rng)
+            let arrayElement = Bool.random(using: &rng) ? value(depth: depth + 2, &rng) : nil
             let choices = (0 ..< Int.random(in: 2 ... 3, using: &rng)).map { i -> SchemaNode in
                 guard case let .object(name, d, properties) = object(depth: depth + 1, &rng) else { fatalError("object") }
                 var first: [SchemaProperty] = []
@@ -324,6 +395,14 @@ enum RandomSchema {
                     let ranges: [SchemaNode] = [.number(minimum: 0, maximum: 10, integral: true), .number(minimum: 5, maximum: 100, integral: true),
                                                 .number(minimum: -1, maximum: 1, integral: false), .number(minimum: nil, maximum: nil, integral: true)]
                     first = [SchemaProperty(name: "n", description: nil, node: ranges[(i + offset) % ranges.count], isOptional: false)]
+                case 6:
+                    // The same property with an array in each branch: of elements that start with
+                    // different bytes, or of the same elements in other counts.
+                    let element = arrayElement ?? parting[i % parting.count]
+                    let lo = Int.random(in: 0 ... 2, using: &rng)
+                    first = [SchemaProperty(name: "v", description: nil, node: .array(element: element, minimumCount: Bool.random(using: &rng) ? lo : nil,
+                                                                                       maximumCount: Bool.random(using: &rng) ? lo + Int.random(in: 0 ... 3, using: &rng) : nil),
+                                            isOptional: i == 0 && Bool.random(using: &rng))]
                 case 4:
                     // The same property with text of another shape in each branch, read together.
                     first = [SchemaProperty(name: "v", description: nil, node: texts[i % texts.count], isOptional: i == 0 && Bool.random(using: &rng))]

@@ -9,7 +9,8 @@
 /// (see ``TokenMasker``).
 struct GrammarState {
     /// One open value. The fields' meaning depends on the node:
-    /// sequence: `a` item index, `b` position in a literal; array: `a` element count, `b` stage;
+    /// sequence: `a` item index, `b` position in a literal; array: `a` element count, `b` stage
+    /// (0: where the node starts, its `from`; 1: after `[`; 2: after an element; 3: after `,`);
     /// string: `a` stage (0 before the opening quote, 1 in the text, 2 after a backslash, 3-6
     /// before the first to fourth hex digit of a `\u` escape), `b` UTF-8 continuation bytes
     /// pending (stage 1) or whether the escape's first hex digit was `d` (stage 4);
@@ -78,9 +79,9 @@ struct GrammarState {
                 }
             }
             return n
-        case let .array(element, minimum, _):
+        case let .array(element, minimum, _, from):
             let e = g.minimumLength[element]
-            switch f.b {
+            switch f.b == 0 ? from : f.b {
             case 0: return g.minimumLength[f.node]
             case 1: return minimum == 0 ? 1 : minimum * e + minimum - 1 + 1
             case 2: return f.a >= minimum ? 1 : (minimum - f.a) * (e + 1) + 1
@@ -147,15 +148,16 @@ struct GrammarState {
                         push(v)
                     }
                 }
-            case let .array(element, minimum, maximum):
-                switch f.b {
+            case let .array(element, minimum, maximum, from):
+                let stage = f.b == 0 ? from : f.b
+                switch stage {
                 case 0:
                     guard c == UInt8(ascii: "[") else { return false }
                     f.b = 1
                     top = f
                     return true
                 case 1, 3:
-                    if f.b == 1, c == UInt8(ascii: "]") {
+                    if stage == 1, c == UInt8(ascii: "]") {
                         guard minimum == 0 else { return false }
                         pop()
                         return true

@@ -4,7 +4,18 @@ extension SchemaGrammar.Builder {
     enum Step: Equatable {
         case literal([UInt8])
         case value(SchemaNode, optional: Bool, property: String)
+        /// The rest of an array of `element`s from just after its `[` (`first`) or just after an
+        /// element: `minimum...maximum` more elements, then `]`.
+        case elements(SchemaNode, first: Bool, minimum: Int, maximum: Int)
+
+        var isLiteral: Bool { if case .literal = self { true } else { false } }
     }
+
+    /// A choice nests its unions deeper than this (arrays of the same elements and very
+    /// different counts, say) before it is refused. Compiling recurses once per level: 32 levels
+    /// took between 256 and 384 KiB of stack in a debug build (less optimised), within the 512 KiB
+    /// of a Dispatch or Swift concurrency thread on Apple's platforms (tested on such a thread).
+    static let unionDepthLimit = 32
 
     /// A choice explores more alternatives than this before it is refused.
     static let unionLimit = 4096
@@ -36,6 +47,11 @@ extension SchemaGrammar.Builder {
                 let (item, cost) = literal(bytes)
                 items.append(item)
                 length += cost
+            case let .elements(node, first, minimum, maximum):
+                let element = try compile(node)
+                let rest = array(element: element, minimum: minimum, maximum: maximum, from: first ? 1 : 2)
+                items.append(.value(rest))
+                length += minimumLength[rest]
             case let .value(node, optional, _):
                 var value = try compile(node)
                 if optional {
@@ -63,15 +79,21 @@ extension SchemaGrammar.Builder {
     /// name or where one ends are told apart by that name or the `}`; at a property's value, a
     /// value with a fixed few spellings (string choices, booleans, `null` for an optional one)
     /// is spelled out into the bytes after it, a structure is followed property by property in
-    /// the same way, strings of several shapes (free text, a pattern, fixed choices) are read
+    /// the same way, an array is followed bracket, element and comma in the same way (so arrays
+    /// of different elements part at their first element, and arrays of the same elements in
+    /// different counts at the `]` or `,` after the last element one of them may hold), strings
+    /// of several shapes (free text, a pattern, fixed choices) are read
     /// together up to the closing quote (``TextUnion``), numbers under several rules likewise up
     /// to their end (the rules the number meets pick what follows), and any other value is told
-    /// apart by its first byte (a number's digit or sign, a string's quote, an array's bracket).
+    /// apart by its first byte (a number's digit or sign, a string's quote).
     /// So tagged unions work (`{"type":"circle",...}` against `{"type":"square",...}`), as do
     /// choices between a number and text, a structure and an array, a fixed unit and free text,
-    /// or a score out of 10 and one out of 100. Refused with a typed error: two arrays of
-    /// different elements at one place, more than ``numberRuleLimit`` number ranges at one place,
-    /// and choices that take more than ``unionLimit`` alternatives to tell apart.
+    /// a score out of 10 and one out of 100, or a list of numbers and one of words. Refused with
+    /// a typed error: arrays of different elements that read alike for a whole element (the same
+    /// number under two ranges: following both would need a grammar that loops), more than
+    /// ``numberRuleLimit`` number ranges at one place, choices that take more than ``unionLimit``
+    /// alternatives to tell apart, and choices nested deeper than ``unionDepthLimit`` (arrays of
+    /// the same elements whose counts differ by more than about fifteen, say).
     mutating func compileChoice(_ name: String, _ choices: [SchemaNode]) throws -> Int {
         var budget = Self.unionLimit
         return try union(choices.map { [.value($0, optional: false, property: "")][...] }, choice: name, budget: &budget)
@@ -82,25 +104,53 @@ extension SchemaGrammar.Builder {
     private mutating func union(_ branches: [ArraySlice<Step>], choice name: String, budget: inout Int) throws -> Int {
         if branches.dropFirst().allSatisfy({ $0.elementsEqual(branches[0]) }) { return try sequence(branches[0]) }
         try Self.spend(branches.count, from: &budget, choice: name)   // copies of a branch stay one until they end
-        let first = branches[0].first!
-        if case .value = first, branches.allSatisfy({ $0.first! == first }) {
-            // The same value in every branch: one part of the grammar, then the rest.
-            let rests = branches.map { $0.dropFirst() }
-            guard rests.allSatisfy({ !$0.isEmpty }) else { throw Self.misaligned(name) }
-            return try sequence([first], then: union(rests, choice: name, budget: &budget))
+        // The same branches again inside their own union: arrays whose different elements read
+        // alike for a whole element, which no grammar here follows (it would loop).
+        guard !unionsUnderway.contains(branches) else {
+            throw GenerationSchema.SchemaError.unsupportedShape(
+                "a choice (\(name)) between arrays whose different elements read alike (no byte tells them apart)")
+        }
+        guard unionsUnderway.count < Self.unionDepthLimit else {
+            throw GenerationSchema.SchemaError.unsupportedShape(
+                "a choice (\(name)) whose shapes part more than \(Self.unionDepthLimit) times before one is left "
+                    + "(arrays of the same elements in far-apart counts, say)")
+        }
+        unionsUnderway.append(branches)
+        defer { unionsUnderway.removeLast() }
+        // The same steps at the start of every branch (bytes, values): one part of the grammar,
+        // then the rest, in one level however many they are.
+        let shortest = branches.map(\.count).min()!
+        var shared = 0
+        while shared < shortest, branches.allSatisfy({ $0.dropFirst(shared).first! == branches[0].dropFirst(shared).first! }) { shared += 1 }
+        if shared > 0 {
+            guard shared < shortest else { throw Self.misaligned(name) }   // a branch would end where another goes on
+            return try sequence(branches[0].prefix(shared), then: union(branches.map { $0.dropFirst(shared) }, choice: name, budget: &budget))
         }
         // Values that differ become bytes where they can (spelled out, or a structure's own
         // steps); the others are grouped by value, each group told apart by its first byte.
         var literals: [ArraySlice<Step>] = [], values: [Alternative] = [], texts: [Alternative] = []
         var property = ""
         for b in branches {
-            guard case let .value(node, optional, p) = b.first! else {
+            switch b.first! {
+            case .literal:
                 literals.append(b)
-                continue
+            case let .value(node, optional, p):
+                property = p
+                if optional { literals.append(Self.joined([.literal(Array("null".utf8))], b.dropFirst())) }
+                Self.expand(node, rest: b.dropFirst(), literals: &literals, texts: &texts, values: &values)
+            case let .elements(node, first, minimum, maximum):
+                // `]` where no more elements are needed; where more may come, an element (the first
+                // one) or a comma and an element, then the rest of the array with one fewer to come.
+                if minimum == 0 { literals.append(Self.joined([.literal([UInt8(ascii: "]")])], b.dropFirst())) }
+                guard maximum > 0 else { continue }
+                let next = Step.elements(node, first: false, minimum: max(0, minimum - 1),
+                                         maximum: maximum == Int.max ? maximum : maximum - 1)
+                if first {
+                    Self.expand(node, rest: [next] + b.dropFirst(), literals: &literals, texts: &texts, values: &values)
+                } else {
+                    literals.append([.literal([UInt8(ascii: ",")]), .value(node, optional: false, property: property), next] + b.dropFirst())
+                }
             }
-            property = p
-            if optional { literals.append(Self.joined([.literal(Array("null".utf8))], b.dropFirst())) }
-            Self.expand(node, rest: b.dropFirst(), literals: &literals, texts: &texts, values: &values)
         }
         var parts: [(first: ByteSet, node: Int)] = []
         if texts.contains(where: { !Self.isFixed($0.node) }), texts.count > 1 {
@@ -145,9 +195,9 @@ extension SchemaGrammar.Builder {
         }
         for (i, a) in parts.enumerated() where parts[(i + 1)...].contains(where: { $0.first.intersects(a.first) }) {
             throw GenerationSchema.SchemaError.unsupportedShape(property.isEmpty
-                ? "a choice (\(name)) between shapes that begin alike (two arrays)"
+                ? "a choice (\(name)) between shapes that begin alike"
                 : "a choice (\(name)) between structures that agree up to property '\(property)' and then differ in its shape "
-                    + "where the next byte does not tell them apart (two arrays)")
+                    + "where the next byte does not tell them apart")
         }
         if parts.count == 1 { return parts[0].node }
         return add(.peek(parts), parts.map { minimumLength[$0.node] }.min()!)
@@ -197,6 +247,9 @@ extension SchemaGrammar.Builder {
             for spelling in ["true", "false"] { literals.append(joined([.literal(Array(spelling.utf8))], rest)) }
         case let .object(_, _, properties):
             literals.append(joined(steps(properties)[...], rest))
+        case let .array(element, lo, hi) where (hi ?? Int.max) >= max(0, lo ?? 0):   // (else compiling it names the error)
+            literals.append([.literal([UInt8(ascii: "[")]), .elements(element, first: true, minimum: max(0, lo ?? 0),
+                                                                       maximum: hi ?? Int.max)] + rest)
         case let .anyOf(_, _, choices) where !choices.isEmpty:
             for c in choices { expand(c, rest: rest, literals: &literals, texts: &texts, values: &values) }
         default:
@@ -293,7 +346,14 @@ extension SchemaGrammar.Builder {
             case let .literal(bytes, _): return ByteSet([bytes[0]])
             case let .value(v): return firstBytes(v)
             }
-        case .array: return ByteSet([UInt8(ascii: "[")])
+        case let .array(element, minimum, maximum, from):
+            switch from {
+            case 0: return ByteSet([UInt8(ascii: "[")])
+            default:
+                var bytes = minimum == 0 ? ByteSet([UInt8(ascii: "]")]) : ByteSet()
+                if maximum > 0 { bytes = bytes.union(from == 1 ? firstBytes(element) : ByteSet([UInt8(ascii: ",")])) }
+                return bytes
+            }
         case .string, .pattern: return ByteSet([UInt8(ascii: "\"")])
         case let .choice(trie), let .dispatch(trie, _): return ByteSet(trie.children[0].map(\.0))
         case .numbers: return Self.numberFirstBytes

@@ -19,7 +19,12 @@ final class SchemaGrammar: Sendable {
     enum Node: Sendable {
         /// An object: literal bytes and value slots in order.
         case sequence([Item])
-        case array(element: Int, minimum: Int, maximum: Int)
+        /// `[`, then `minimum...maximum` elements separated by `,`, then `]`; or, with `from` 1 or 2,
+        /// the rest of such an array from just after its `[` or just after an element (a choice
+        /// between arrays reads their brackets and commas as its own bytes, and goes on here once
+        /// one array is left, or what is left of them is the same: see `SchemaGrammar+Union.swift`).
+        /// The counts are of the elements still to come.
+        case array(element: Int, minimum: Int, maximum: Int, from: Int)
         /// Free text between quotes.
         case string
         /// Text between quotes that wholly matches a pattern.
@@ -85,6 +90,8 @@ final class SchemaGrammar: Sendable {
         let vocabulary: TokenVocabulary
         var nodes: [Node] = []
         var minimumLength: [Int] = []
+        /// The branches of the choices being compiled, outermost first (see `SchemaGrammar+Union.swift`).
+        var unionsUnderway: [[ArraySlice<Step>]] = []
 
         /// The fewest tokens that spell each suffix of `bytes` (dynamic programming from the
         /// end; every byte has a token of its own, so each suffix has a spelling).
@@ -124,8 +131,7 @@ final class SchemaGrammar: Sendable {
                 guard maximum >= minimum else {
                     throw GenerationSchema.SchemaError.unsupportedShape("an array with minimum count \(minimum) above maximum \(maximum)")
                 }
-                let length = 2 + (minimum == 0 ? 0 : minimum * minimumLength[e] + minimum - 1)
-                return add(.array(element: e, minimum: minimum, maximum: maximum), length)
+                return array(element: e, minimum: minimum, maximum: maximum, from: 0)
             case let .string(choices?, _):
                 guard !choices.isEmpty else { throw GenerationSchema.SchemaError.emptyTypeChoices(schema: "string") }
                 let choiceTrie = trie(choices.map { c in
@@ -153,6 +159,17 @@ final class SchemaGrammar: Sendable {
             case let .reference(name):
                 throw GenerationSchema.SchemaError.undefinedReferences(schema: nil, references: [name])
             }
+        }
+
+        /// An array node (see ``Node/array(element:minimum:maximum:from:)``) and its shortest completion.
+        mutating func array(element e: Int, minimum: Int, maximum: Int, from: Int) -> Int {
+            let elements = minimum == 0 ? 0 : minimum * minimumLength[e] + minimum - 1   // and the commas between them
+            let length = switch from {
+            case 0: 2 + elements
+            case 1: 1 + elements
+            default: 1 + elements + minimum   // each element after a comma
+            }
+            return add(.array(element: e, minimum: minimum, maximum: maximum, from: from), length)
         }
 
         func trie(_ strings: [[UInt8]]) -> ChoiceTrie { ChoiceTrie(strings, vocabulary: vocabulary) }
