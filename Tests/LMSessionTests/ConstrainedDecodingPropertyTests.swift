@@ -28,13 +28,14 @@ import Testing
 
     @Test func decode_randomSchemasAndBudgets_alwaysGiveValidCompleteValues() throws {
         var rng = SeededGenerator(seed: 0x5eed)
-        var checked = 0, atMinimumBudget = 0, escaped = 0, readTogether = 0, numbersTogether = 0, arraysTogether = 0
+        var checked = 0, atMinimumBudget = 0, escaped = 0, readTogether = 0, numbersTogether = 0, arraysTogether = 0, countsTogether = 0
         for index in 0 ..< Self.caseCount {
             let node = RandomSchema.object(depth: 0, &rng)
             let grammar = try SchemaGrammar(GenerationSchema(root: node), vocabulary: Self.vocabulary)
             if grammar.nodes.contains(where: { if case .text = $0 { true } else { false } }) { readTogether += 1 }
             if grammar.nodes.contains(where: { if case .numbers = $0 { true } else { false } }) { numbersTogether += 1 }
             if grammar.nodes.contains(where: { if case .array(_, _, _, from: 1...) = $0 { true } else { false } }) { arraysTogether += 1 }
+            if grammar.nodes.contains(where: { if case .counted = $0 { true } else { false } }) { countsTogether += 1 }
             let minimum = grammar.minimumLength[grammar.root]
             let budget = index % 5 == 0 ? minimum : minimum + Int.random(in: 0 ... 60, using: &rng)
             if budget == minimum { atMinimumBudget += 1 }
@@ -56,6 +57,7 @@ import Testing
         #expect(readTogether >= Self.caseCount / 50, "strings of several shapes were read together in only \(readTogether) cases")
         #expect(numbersTogether >= Self.caseCount / 50, "numbers under several rules were read together in only \(numbersTogether) cases")
         #expect(arraysTogether >= Self.caseCount / 50, "arrays were read together in only \(arraysTogether) cases")
+        #expect(countsTogether >= Self.caseCount / 50, "arrays of several counts were read as one in only \(countsTogether) cases")
     }
 
     /// Whether the grammar of `node` takes each of `texts` whole (finished, or a whole number at the top).
@@ -165,24 +167,30 @@ import Testing
         // Its shortest value is the shortest of any branch: `[]` where one may be empty.
         let grammar = try SchemaGrammar(GenerationSchema(root: mixed), vocabulary: Self.vocabulary)
         #expect(grammar.minimumLength[grammar.root] <= 2)
-        // Refused with a typed error: different elements that read alike for a whole element
-        // (a number both ranges take), and counts so far apart that the choice nests too deep.
+        // Counts far apart: one array read under both ranges, the count at `]` picking what follows.
+        let far = SchemaNode.anyOf(name: "Far", description: nil, choices: [
+            object(property("x", list(number, 2, 500)), property("a", .boolean)), object(property("x", list(number, 400, 1_000)), property("b", .boolean)),
+        ])
+        let ones = { (n: Int) in "[" + Array(repeating: "1", count: n).joined(separator: ",") + "]" }
+        #expect(try Self.accepts(far, #"{"x":\#(ones(450)),"a":true}"#, #"{"x":\#(ones(450)),"b":true}"#, #"{"x":\#(ones(2)),"a":true}"#,
+                                 #"{"x":\#(ones(1_000)),"b":true}"#) == [true, true, true, true])
+        #expect(try Self.accepts(far, #"{"x":\#(ones(501)),"a":true}"#, #"{"x":\#(ones(399)),"b":true}"#, #"{"x":\#(ones(1)),"a":true}"#,
+                                 #"{"x":\#(ones(1_001)),"b":true}"#) == [false, false, false, false])
+        // Refused with a typed error: different elements that read alike for a whole element (a
+        // number both ranges take).
         let reading = { (lo: Double, hi: Double) in list(object(property("km", .number(minimum: lo, maximum: hi, integral: true))), nil, nil) }
         let alike = SchemaNode.anyOf(name: "Alike", description: nil, choices: [reading(0, 10), reading(5, 100)])
         #expect { try SchemaGrammar(GenerationSchema(root: alike), vocabulary: Self.vocabulary) } throws: { "\($0)".contains("read alike") }
-        let far = SchemaNode.anyOf(name: "Far", description: nil, choices: [list(number, nil, 500), list(number, nil, 1_000)])
-        #expect { try SchemaGrammar(GenerationSchema(root: far), vocabulary: Self.vocabulary) } throws: { "\($0)".contains("Far") }
     }
 
     /// The deepest choices compile on a thread of 512 KiB, the stack of a Dispatch or Swift
     /// concurrency thread on Apple's platforms: refused at the depth limit, never a stack overflow.
     @Test func schemaGrammar_choicesAtTheDepthLimit_compileOnASmallStack() throws {
-        let number = SchemaNode.number(minimum: 0, maximum: 99, integral: true)
-        // Arrays of up to 15 or 1,015 numbers: their first 15 elements are read together, about two
-        // nested choices each, just within the limit; one more element is beyond it.
-        let choices = [15, 16, 200].map { near in
-            SchemaNode.anyOf(name: "Counts", description: nil, choices: [near, near + 1000].map {
-                .array(element: number, minimumCount: nil, maximumCount: $0)
+        // Two structures of n numbers each, under ranges that overlap: after every number both
+        // may go on, so the choice parts once per property.
+        let choices = [31, 32, 200].map { n in   // the limit: 32 partings
+            SchemaNode.anyOf(name: "Ranges", description: nil, choices: [(0.0, 10.0), (5.0, 100.0)].map { lo, hi in
+                .object(name: "S", description: nil, properties: (0 ..< n).map { property("p\($0)", .number(minimum: lo, maximum: hi, integral: true)) })
             })
         }
         let outcomes = Mutex<[String]>([])

@@ -79,14 +79,16 @@ struct GrammarState {
                 }
             }
             return n
-        case let .array(element, minimum, _, from):
-            let e = g.minimumLength[element]
-            switch f.b == 0 ? from : f.b {
-            case 0: return g.minimumLength[f.node]
-            case 1: return minimum == 0 ? 1 : minimum * e + minimum - 1 + 1
-            case 2: return f.a >= minimum ? 1 : (minimum - f.a) * (e + 1) + 1
-            default: return e + (f.a + 1 >= minimum ? 1 : (minimum - f.a - 1) * (e + 1) + 1)
+        case let .array(element, minimum, maximum, from):
+            return f.b == 0 && from == 0 ? g.minimumLength[f.node]
+                : arrayRemaining(minimum ... maximum, element: g.minimumLength[element], count: f.a, stage: f.b == 0 ? from : f.b)!
+        case let .counted(element, from, counts, after, _):
+            var n = Int.max / 4
+            for (i, range) in counts.enumerated() {
+                let e = g.minimumLength[element]
+                if let left = arrayRemaining(range, element: e, count: f.a, stage: f.b == 0 ? from : f.b) { n = min(n, left + after[i]) }
             }
+            return n
         case .string:
             switch f.a {
             case 0: return 2
@@ -106,6 +108,20 @@ struct GrammarState {
                 if let left = rules[r].remaining(f.number) { n = min(n, left + after[r]) }
             }
             return n
+        }
+    }
+
+    /// The fewest bytes that close an array whose count must end in `range`, from `stage` (as an
+    /// array frame's `b`: 1 after `[`, 2 after an element, 3 after `,`) with `count` elements
+    /// read, each element at least `e` bytes; nil where the range is out of reach.
+    static func arrayRemaining(_ range: ClosedRange<Int>, element e: Int, count: Int, stage: Int) -> Int? {
+        let pending = stage == 3 ? 1 : 0   // an element must follow a comma
+        guard range.upperBound >= count + pending else { return nil }
+        let more = max(0, range.lowerBound - count - pending)   // elements needed beyond that one
+        switch stage {
+        case 1: return more == 0 ? 1 : more * e + more - 1 + 1
+        case 2: return more * (e + 1) + 1
+        default: return e + more * (e + 1) + 1
         }
     }
 
@@ -148,6 +164,26 @@ struct GrammarState {
                         push(v)
                     }
                 }
+            case let .counted(element, from, counts, _, targets):
+                let stage = f.b == 0 ? from : f.b, most = counts.map(\.upperBound).max()!
+                if c == UInt8(ascii: "]"), stage == 1 || stage == 2 {
+                    var mask = 0
+                    for (i, range) in counts.enumerated() where range.contains(f.a) { mask |= 1 << i }
+                    guard mask != 0 else { return false }
+                    if let target = targets[mask] { top = Frame(node: target, below: f.below) } else { pop() }
+                    return true
+                }
+                if stage == 2 {
+                    guard c == UInt8(ascii: ","), f.a < most else { return false }
+                    f.b = 3
+                    top = f
+                    return true
+                }
+                guard f.a < most else { return false }
+                f.a += 1
+                f.b = 2
+                top = f
+                push(element)
             case let .array(element, minimum, maximum, from):
                 let stage = f.b == 0 ? from : f.b
                 switch stage {

@@ -11,8 +11,8 @@ extension SchemaGrammar.Builder {
         var isLiteral: Bool { if case .literal = self { true } else { false } }
     }
 
-    /// A choice nests its unions deeper than this (arrays of the same elements and very
-    /// different counts, say) before it is refused. Compiling recurses once per level: 32 levels
+    /// A choice parts and goes on together more often than this (structures of 32 numbers each
+    /// under overlapping ranges, say) before it is refused. Compiling recurses once per level: 32 levels
     /// took between 256 and 384 KiB of stack in a debug build (less optimised), within the 512 KiB
     /// of a Dispatch or Swift concurrency thread on Apple's platforms (tested on such a thread).
     static let unionDepthLimit = 32
@@ -80,8 +80,8 @@ extension SchemaGrammar.Builder {
     /// value with a fixed few spellings (string choices, booleans, `null` for an optional one)
     /// is spelled out into the bytes after it, a structure is followed property by property in
     /// the same way, an array is followed bracket, element and comma in the same way (so arrays
-    /// of different elements part at their first element, and arrays of the same elements in
-    /// different counts at the `]` or `,` after the last element one of them may hold), strings
+    /// of different elements part at their first element; arrays of the same elements in
+    /// different counts are read as one, and the count at `]` picks what follows), strings
     /// of several shapes (free text, a pattern, fixed choices) are read
     /// together up to the closing quote (``TextUnion``), numbers under several rules likewise up
     /// to their end (the rules the number meets pick what follows), and any other value is told
@@ -91,9 +91,9 @@ extension SchemaGrammar.Builder {
     /// a score out of 10 and one out of 100, or a list of numbers and one of words. Refused with
     /// a typed error: arrays of different elements that read alike for a whole element (the same
     /// number under two ranges: following both would need a grammar that loops), more than
-    /// ``numberRuleLimit`` number ranges at one place, choices that take more than ``unionLimit``
-    /// alternatives to tell apart, and choices nested deeper than ``unionDepthLimit`` (arrays of
-    /// the same elements whose counts differ by more than about fifteen, say).
+    /// ``numberRuleLimit`` number ranges or ``countRangeLimit`` array counts at one place, choices
+    /// that take more than ``unionLimit`` alternatives to tell apart, and choices that part and go on
+    /// together more than ``unionDepthLimit`` times.
     mutating func compileChoice(_ name: String, _ choices: [SchemaNode]) throws -> Int {
         var budget = Self.unionLimit
         return try union(choices.map { [.value($0, optional: false, property: "")][...] }, choice: name, budget: &budget)
@@ -103,28 +103,35 @@ extension SchemaGrammar.Builder {
     /// same point of the JSON as the others).
     private mutating func union(_ branches: [ArraySlice<Step>], choice name: String, budget: inout Int) throws -> Int {
         if branches.dropFirst().allSatisfy({ $0.elementsEqual(branches[0]) }) { return try sequence(branches[0]) }
-        try Self.spend(branches.count, from: &budget, choice: name)   // copies of a branch stay one until they end
+        // The same steps at the start of every branch (bytes, values): one part of the grammar,
+        // then where they part, in one level however many they are.
+        let shortest = branches.map(\.count).min()!
+        var shared = 0
+        while shared < shortest, branches.allSatisfy({ $0.dropFirst(shared).first! == branches[0].dropFirst(shared).first! }) { shared += 1 }
+        guard shared < shortest else { throw Self.misaligned(name) }   // a branch would end where another goes on
+        let parting = branches.map { $0.dropFirst(shared) }
+        try Self.spend(parting.count, from: &budget, choice: name)   // copies of a branch stay one until they end
         // The same branches again inside their own union: arrays whose different elements read
         // alike for a whole element, which no grammar here follows (it would loop).
-        guard !unionsUnderway.contains(branches) else {
+        guard !unionsUnderway.contains(parting) else {
             throw GenerationSchema.SchemaError.unsupportedShape(
                 "a choice (\(name)) between arrays whose different elements read alike (no byte tells them apart)")
         }
         guard unionsUnderway.count < Self.unionDepthLimit else {
             throw GenerationSchema.SchemaError.unsupportedShape(
-                "a choice (\(name)) whose shapes part more than \(Self.unionDepthLimit) times before one is left "
-                    + "(arrays of the same elements in far-apart counts, say)")
+                "a choice (\(name)) whose shapes part more than \(Self.unionDepthLimit) times before one is left")
         }
-        unionsUnderway.append(branches)
+        unionsUnderway.append(parting)
         defer { unionsUnderway.removeLast() }
-        // The same steps at the start of every branch (bytes, values): one part of the grammar,
-        // then the rest, in one level however many they are.
-        let shortest = branches.map(\.count).min()!
-        var shared = 0
-        while shared < shortest, branches.allSatisfy({ $0.dropFirst(shared).first! == branches[0].dropFirst(shared).first! }) { shared += 1 }
-        if shared > 0 {
-            guard shared < shortest else { throw Self.misaligned(name) }   // a branch would end where another goes on
-            return try sequence(branches[0].prefix(shared), then: union(branches.map { $0.dropFirst(shared) }, choice: name, budget: &budget))
+        let node = try part(parting, choice: name, budget: &budget)
+        return shared == 0 ? node : try sequence(branches[0].prefix(shared), then: node)
+    }
+
+    /// The node that decodes any one of `branches`, which differ in their first steps.
+    private mutating func part(_ branches: [ArraySlice<Step>], choice name: String, budget: inout Int) throws -> Int {
+        if case let .elements(element, first, _, _) = branches[0].first!,
+           branches.allSatisfy({ if case .elements(element, first, _, _) = $0.first! { true } else { false } }) {
+            return try counted(branches, element: element, first: first, choice: name, budget: &budget)
         }
         // Values that differ become bytes where they can (spelled out, or a structure's own
         // steps); the others are grouped by value, each group told apart by its first byte.
@@ -298,6 +305,45 @@ extension SchemaGrammar.Builder {
         return add(.numbers(rules.map(\.rule), after: after, targets: targets), length)
     }
 
+    /// The most ranges of counts a choice reads one array under (a bit per range in the masks).
+    static let countRangeLimit = 16
+
+    /// A node reading the rest of an array whose elements every branch shares but whose counts
+    /// differ (each branch's first step `.elements(element, first, ...)`), then, at `]`, the
+    /// union of the rests of the branches whose count range the count is in.
+    private mutating func counted(_ branches: [ArraySlice<Step>], element node: SchemaNode, first: Bool, choice name: String,
+                                  budget: inout Int) throws -> Int {
+        var counts: [ClosedRange<Int>] = [], rests: [[ArraySlice<Step>]] = []
+        for b in branches {
+            guard case let .elements(_, _, minimum, maximum) = b.first! else { throw Self.misaligned(name) }
+            if let i = counts.firstIndex(of: minimum ... maximum) { rests[i].append(b.dropFirst()) } else {
+                counts.append(minimum ... maximum)
+                rests.append([b.dropFirst()])
+            }
+        }
+        guard counts.count <= Self.countRangeLimit else {
+            throw GenerationSchema.SchemaError.unsupportedShape(
+                "a choice (\(name)) between arrays of more than \(Self.countRangeLimit) counts at one place")
+        }
+        // The count's mask changes only where a range starts or ends: one mask per stretch between.
+        let edges = Set(counts.flatMap { [$0.lowerBound, $0.upperBound == Int.max ? Int.max : $0.upperBound + 1] } + [0])
+        let masks = Set(edges.map { count in counts.indices.reduce(0) { $0 | (counts[$1].contains(count) ? 1 << $1 : 0) } }).subtracting([0])
+        try Self.spend(masks.count, from: &budget, choice: name)
+        var targets: [Int: Int] = [:], after = [Int](repeating: 0, count: counts.count)
+        for mask in masks.sorted() {
+            let members = counts.indices.filter { mask & 1 << $0 != 0 }
+            let following = members.flatMap { rests[$0] }
+            if following.allSatisfy(\.isEmpty) { continue }   // the value ends with the array
+            guard following.allSatisfy({ !$0.isEmpty }) else { throw Self.misaligned(name) }
+            let target = try union(following, choice: name, budget: &budget)
+            targets[mask] = target
+            for i in members { after[i] = max(after[i], minimumLength[target]) }
+        }
+        let e = try compile(node), from = first ? 1 : 2
+        let length = counts.indices.map { GrammarState.arrayRemaining(counts[$0], element: minimumLength[e], count: 0, stage: from)! + after[$0] }.min()!
+        return add(.counted(element: e, from: from, counts: counts, after: after, targets: targets), length)
+    }
+
     /// Whether `node` is a string of fixed choices.
     private static func isFixed(_ node: SchemaNode) -> Bool {
         if case .string(_?, _) = node { true } else { false }
@@ -357,6 +403,12 @@ extension SchemaGrammar.Builder {
         case .string, .pattern: return ByteSet([UInt8(ascii: "\"")])
         case let .choice(trie), let .dispatch(trie, _): return ByteSet(trie.children[0].map(\.0))
         case .numbers: return Self.numberFirstBytes
+        case let .counted(element, from, counts, _, _):
+            var bytes = counts.contains { $0.lowerBound == 0 } ? ByteSet([UInt8(ascii: "]")]) : ByteSet()
+            if counts.contains(where: { $0.upperBound > 0 }) {
+                bytes = bytes.union(from == 1 ? firstBytes(element) : ByteSet([UInt8(ascii: ",")]))
+            }
+            return bytes
         case let .nullable(inner, null): return firstBytes(inner).union(firstBytes(null))
         case let .peek(parts): return parts.reduce(ByteSet()) { $0.union($1.first) }
         case .text: return ByteSet([UInt8(ascii: "\"")])

@@ -48,6 +48,12 @@ final class SchemaGrammar: Sendable {
         /// mask) pick the node that follows, or nothing where the mask has no target; `after[r]`
         /// bounds the shortest of what follows once rule `r` is among them.
         case numbers([NumberRule], after: [Int], targets: [Int: Int])
+        /// The rest of an array (`from` as for ``array(element:minimum:maximum:from:)``, 1 or 2)
+        /// that several branches of a choice share but for its count: `counts[i]` is one of their
+        /// ranges of elements still to come. At `]` the ranges the count is in (a bit mask) pick
+        /// the node that follows, or nothing where the mask has no target; `after[i]` bounds the
+        /// shortest of what follows once range `i` is among them.
+        case counted(element: Int, from: Int, counts: [ClosedRange<Int>], after: [Int], targets: [Int: Int])
     }
 
     let nodes: [Node]
