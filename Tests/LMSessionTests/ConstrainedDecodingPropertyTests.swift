@@ -34,8 +34,8 @@ import Testing
             let grammar = try SchemaGrammar(GenerationSchema(root: node), vocabulary: Self.vocabulary)
             if grammar.nodes.contains(where: { if case .text = $0 { true } else { false } }) { readTogether += 1 }
             if grammar.nodes.contains(where: { if case .numbers = $0 { true } else { false } }) { numbersTogether += 1 }
-            if grammar.nodes.contains(where: { if case .array(_, _, _, from: 1...) = $0 { true } else { false } }) { arraysTogether += 1 }
-            if grammar.nodes.contains(where: { if case .counted = $0 { true } else { false } }) { countsTogether += 1 }
+            if grammar.nodes.contains(where: { if case .counted = $0 { true } else { false } }) { arraysTogether += 1 }
+            if grammar.nodes.contains(where: { if case let .counted(_, _, counts, _, _) = $0 { counts.count > 1 } else { false } }) { countsTogether += 1 }
             let minimum = grammar.minimumLength[grammar.root]
             let budget = index % 5 == 0 ? minimum : minimum + Int.random(in: 0 ... 60, using: &rng)
             if budget == minimum { atMinimumBudget += 1 }

@@ -10,7 +10,8 @@
 struct GrammarState {
     /// One open value. The fields' meaning depends on the node:
     /// sequence: `a` item index, `b` position in a literal; array: `a` element count, `b` stage
-    /// (0: where the node starts, its `from`; 1: after `[`; 2: after an element; 3: after `,`);
+    /// (0 before `[`, 1 after it, 2 after an element, 3 after `,`); counted: the same, `b` 0 being
+    /// the node's `from`;
     /// string: `a` stage (0 before the opening quote, 1 in the text, 2 after a backslash, 3-6
     /// before the first to fourth hex digit of a `\u` escape), `b` UTF-8 continuation bytes
     /// pending (stage 1) or whether the escape's first hex digit was `d` (stage 4);
@@ -79,14 +80,14 @@ struct GrammarState {
                 }
             }
             return n
-        case let .array(element, minimum, maximum, from):
-            return f.b == 0 && from == 0 ? g.minimumLength[f.node]
-                : arrayRemaining(minimum ... maximum, element: g.minimumLength[element], count: f.a, stage: f.b == 0 ? from : f.b)!
+        case let .array(element, minimum, maximum):
+            return f.b == 0 ? g.minimumLength[f.node] : arrayRemaining(minimum ... maximum, element: g.minimumLength[element], count: f.a, stage: f.b)!
         case let .counted(element, from, counts, after, _):
             var n = Int.max / 4
             for (i, range) in counts.enumerated() {
-                let e = g.minimumLength[element]
-                if let left = arrayRemaining(range, element: e, count: f.a, stage: f.b == 0 ? from : f.b) { n = min(n, left + after[i]) }
+                if let left = arrayRemaining(range, element: g.minimumLength[element], count: f.a, stage: f.b == 0 ? from : f.b) {
+                    n = min(n, left + after[i])
+                }
             }
             return n
         case .string:
@@ -184,16 +185,15 @@ struct GrammarState {
                 f.b = 2
                 top = f
                 push(element)
-            case let .array(element, minimum, maximum, from):
-                let stage = f.b == 0 ? from : f.b
-                switch stage {
+            case let .array(element, minimum, maximum):
+                switch f.b {
                 case 0:
                     guard c == UInt8(ascii: "[") else { return false }
                     f.b = 1
                     top = f
                     return true
                 case 1, 3:
-                    if stage == 1, c == UInt8(ascii: "]") {
+                    if f.b == 1, c == UInt8(ascii: "]") {
                         guard minimum == 0 else { return false }
                         pop()
                         return true

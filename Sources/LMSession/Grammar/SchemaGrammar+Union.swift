@@ -48,8 +48,7 @@ extension SchemaGrammar.Builder {
                 items.append(item)
                 length += cost
             case let .elements(node, first, minimum, maximum):
-                let element = try compile(node)
-                let rest = array(element: element, minimum: minimum, maximum: maximum, from: first ? 1 : 2)
+                let rest = counted(element: try compile(node), from: first ? 1 : 2, counts: [minimum ... maximum], after: [0], targets: [:])
                 items.append(.value(rest))
                 length += minimumLength[rest]
             case let .value(node, optional, _):
@@ -339,9 +338,7 @@ extension SchemaGrammar.Builder {
             targets[mask] = target
             for i in members { after[i] = max(after[i], minimumLength[target]) }
         }
-        let e = try compile(node), from = first ? 1 : 2
-        let length = counts.indices.map { GrammarState.arrayRemaining(counts[$0], element: minimumLength[e], count: 0, stage: from)! + after[$0] }.min()!
-        return add(.counted(element: e, from: from, counts: counts, after: after, targets: targets), length)
+        return counted(element: try compile(node), from: first ? 1 : 2, counts: counts, after: after, targets: targets)
     }
 
     /// Whether `node` is a string of fixed choices.
@@ -392,14 +389,7 @@ extension SchemaGrammar.Builder {
             case let .literal(bytes, _): return ByteSet([bytes[0]])
             case let .value(v): return firstBytes(v)
             }
-        case let .array(element, minimum, maximum, from):
-            switch from {
-            case 0: return ByteSet([UInt8(ascii: "[")])
-            default:
-                var bytes = minimum == 0 ? ByteSet([UInt8(ascii: "]")]) : ByteSet()
-                if maximum > 0 { bytes = bytes.union(from == 1 ? firstBytes(element) : ByteSet([UInt8(ascii: ",")])) }
-                return bytes
-            }
+        case .array: return ByteSet([UInt8(ascii: "[")])
         case .string, .pattern: return ByteSet([UInt8(ascii: "\"")])
         case let .choice(trie), let .dispatch(trie, _): return ByteSet(trie.children[0].map(\.0))
         case .numbers: return Self.numberFirstBytes

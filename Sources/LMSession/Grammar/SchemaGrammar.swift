@@ -19,12 +19,8 @@ final class SchemaGrammar: Sendable {
     enum Node: Sendable {
         /// An object: literal bytes and value slots in order.
         case sequence([Item])
-        /// `[`, then `minimum...maximum` elements separated by `,`, then `]`; or, with `from` 1 or 2,
-        /// the rest of such an array from just after its `[` or just after an element (a choice
-        /// between arrays reads their brackets and commas as its own bytes, and goes on here once
-        /// one array is left, or what is left of them is the same: see `SchemaGrammar+Union.swift`).
-        /// The counts are of the elements still to come.
-        case array(element: Int, minimum: Int, maximum: Int, from: Int)
+        /// `[`, then `minimum...maximum` elements separated by `,`, then `]`.
+        case array(element: Int, minimum: Int, maximum: Int)
         /// Free text between quotes.
         case string
         /// Text between quotes that wholly matches a pattern.
@@ -48,11 +44,12 @@ final class SchemaGrammar: Sendable {
         /// mask) pick the node that follows, or nothing where the mask has no target; `after[r]`
         /// bounds the shortest of what follows once rule `r` is among them.
         case numbers([NumberRule], after: [Int], targets: [Int: Int])
-        /// The rest of an array (`from` as for ``array(element:minimum:maximum:from:)``, 1 or 2)
-        /// that several branches of a choice share but for its count: `counts[i]` is one of their
-        /// ranges of elements still to come. At `]` the ranges the count is in (a bit mask) pick
-        /// the node that follows, or nothing where the mask has no target; `after[i]` bounds the
-        /// shortest of what follows once range `i` is among them.
+        /// The rest of an array from just after its `[` (`from` 1) or just after an element (2),
+        /// where a choice reads arrays together (their brackets and commas are its own bytes: see
+        /// `SchemaGrammar+Union.swift`): `counts[i]` is one of the branches' ranges of elements
+        /// still to come. At `]` the ranges the count is in (a bit mask) pick the node that
+        /// follows, or nothing where the mask has no target; `after[i]` bounds the shortest of
+        /// what follows once range `i` is among them. One range and no target: the rest of one array.
         case counted(element: Int, from: Int, counts: [ClosedRange<Int>], after: [Int], targets: [Int: Int])
     }
 
@@ -137,7 +134,8 @@ final class SchemaGrammar: Sendable {
                 guard maximum >= minimum else {
                     throw GenerationSchema.SchemaError.unsupportedShape("an array with minimum count \(minimum) above maximum \(maximum)")
                 }
-                return array(element: e, minimum: minimum, maximum: maximum, from: 0)
+                let length = 2 + (minimum == 0 ? 0 : minimum * minimumLength[e] + minimum - 1)
+                return add(.array(element: e, minimum: minimum, maximum: maximum), length)
             case let .string(choices?, _):
                 guard !choices.isEmpty else { throw GenerationSchema.SchemaError.emptyTypeChoices(schema: "string") }
                 let choiceTrie = trie(choices.map { c in
@@ -167,15 +165,14 @@ final class SchemaGrammar: Sendable {
             }
         }
 
-        /// An array node (see ``Node/array(element:minimum:maximum:from:)``) and its shortest completion.
-        mutating func array(element e: Int, minimum: Int, maximum: Int, from: Int) -> Int {
-            let elements = minimum == 0 ? 0 : minimum * minimumLength[e] + minimum - 1   // and the commas between them
-            let length = switch from {
-            case 0: 2 + elements
-            case 1: 1 + elements
-            default: 1 + elements + minimum   // each element after a comma
-            }
-            return add(.array(element: e, minimum: minimum, maximum: maximum, from: from), length)
+        /// The rest of an array of the compiled `element`, from just after its `[` (`from` 1) or just
+        /// after an element (2), whose count of elements still to come ends in one of `counts`, each
+        /// followed by `after[i]` tokens at least (see ``Node/counted(element:from:counts:after:targets:)``).
+        mutating func counted(element: Int, from: Int, counts: [ClosedRange<Int>], after: [Int], targets: [Int: Int]) -> Int {
+            let length = counts.indices.map {
+                GrammarState.arrayRemaining(counts[$0], element: minimumLength[element], count: 0, stage: from)! + after[$0]
+            }.min()!
+            return add(.counted(element: element, from: from, counts: counts, after: after, targets: targets), length)
         }
 
         func trie(_ strings: [[UInt8]]) -> ChoiceTrie { ChoiceTrie(strings, vocabulary: vocabulary) }
