@@ -95,11 +95,11 @@ struct PrefixDiskTierTests {
         store.publish(try base.filled(b, on: base.model), boundaries: [40])
         store.flush()
         #expect(store.statistics.splits == 1 && store.statistics.diskWrites == 4 && store.statistics.diskWriteFailures == 0)
-        let header = try Data(contentsOf: directory.appendingPathComponent(fileName(a, 40))).prefix(96)
+        let header = try Data(contentsOf: directory.appendingPathComponent(fileName(a, 40, key: key))).prefix(96)
         #expect(header[20 ..< 24].elementsEqual([28, 0, 0, 0]))   // starts where b parts from a
-        #expect(header[64 ..< 96].elementsEqual(PrefixKey.keys(fingerprint: ModelFingerprint(weights), tokens: a, at: [28])[0].bytes))
+        #expect(header[64 ..< 96].map { String(format: "%02x", $0) }.joined() + ".kvp" == fileName(a, 28, key: key))   // its parent's file
         let sizes = try sizes(in: directory)
-        #expect(sizes.count == 3 && sizes[fileName(a, 40)] == sizes[fileName(b, 40)])   // two tails of 12 rows
+        #expect(sizes.count == 3 && sizes[fileName(a, 40, key: key)] == sizes[fileName(b, 40, key: key)])   // two tails of 12 rows
         for sequence in [a, b] {
             let relaunched = base.store(directory: directory, key: key)
             let (restored, logitError, rowError) = try base.restoreAndCompare(relaunched, sequence + [1], boundaries: [40])
@@ -295,7 +295,7 @@ struct PrefixDiskTierTests {
     /// tokens recomputed exactly, and the store stays usable.
     @Test(arguments: [("truncated", "size"), ("garbled", "checksum"), ("appended", "size"),
                       ("wrong model", "another model"), ("wrong version", "format version"), ("wrong shape", "shape"),
-                      ("wrong alignment", "alignment"), ("renamed", "hash to the file's name")])
+                      ("wrong alignment", "alignment"), ("renamed", "give the file's name")])
     func read_rejectsABadFileAndRecomputes(fault: String, reason: String) throws {
         let directory = directory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -380,10 +380,32 @@ struct PrefixDiskTierTests {
         #expect(data.range(of: Data([0x41, 0, 0, 0, 0x41, 0, 0, 0])) == nil)
         let same = base.store(directory: directory, key: key)
         #expect(try base.restoreAndCompare(same, sequence + [1], boundaries: [30]).restored.fromDisk == 30)
-        let other = base.store(directory: directory, key: .random())
-        #expect(try base.restoreAndCompare(other, sequence + [1], boundaries: [30]).restored.total == 0)
-        #expect(other.statistics.rejectedFiles == 1 && files(in: directory).isEmpty)
         #expect(throws: PrefixStoreError.invalidEncryptionKey(byteCount: 5)) { try PrefixStore.EncryptionKey(bytes: [1, 2, 3, 4, 5]) }
+    }
+
+    /// An encrypted store names its files by a keyed hash: not the plain key's name, which anyone
+    /// with the model could compute from a guessed prompt, and not another key's. So stores under
+    /// two keys on one directory each restore their own files and leave the other's alone.
+    @Test func encryption_namesFilesByAKeyedHashThatAnotherKeysStoreLeavesAlone() throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keys = [PrefixStore.EncryptionKey.random(), .random()]
+        let sequence = base.tokens(40, seed: 61)
+        for key in keys { try persist(sequence, boundaries: [20, 40], in: directory, key: key) }
+        let names = Set(keys.flatMap { key in [20, 40].map { fileName(sequence, $0, key: key) } })
+        #expect(Set(files(in: directory)) == names && names.count == 4)
+        #expect(names.isDisjoint(with: [20, 40].map { fileName(sequence, $0) }))
+        // A parent is named by its file's name too: no plain key stands in any header.
+        for name in names {
+            let header = try Data(contentsOf: directory.appendingPathComponent(name)).prefix(PrefixDiskTier.headerBytes)
+            #expect(header.range(of: Data(PrefixKey.keys(fingerprint: ModelFingerprint(weights), tokens: sequence, at: [20])[0].bytes)) == nil)
+        }
+        for key in keys {
+            let store = base.store(directory: directory, key: key)
+            #expect(try base.restoreAndCompare(store, sequence + [1], boundaries: [20, 40]).restored.fromDisk == 40)
+            #expect(store.statistics.rejectedFiles == 0)
+        }
+        #expect(Set(files(in: directory)) == names)
     }
 
     /// An encrypted file's header is authenticated: a file naming another parent (with a checksum
@@ -394,7 +416,7 @@ struct PrefixDiskTierTests {
         let key = PrefixStore.EncryptionKey.random()
         let sequence = base.tokens(40, seed: 59)
         try persist(sequence, boundaries: [20, 40], in: directory, key: key)
-        let url = directory.appendingPathComponent(fileName(sequence, 40))
+        let url = directory.appendingPathComponent(fileName(sequence, 40, key: key))
         let data = try Data(contentsOf: url)
         var body = Data(data.prefix(data.count - 8))
         body.replaceSubrange(64 ..< 96, with: PrefixKey.keys(fingerprint: ModelFingerprint(weights), tokens: base.tokens(20, seed: 60), at: [20])[0].bytes)
@@ -404,6 +426,26 @@ struct PrefixDiskTierTests {
         #expect(try base.restoreAndCompare(relaunched, sequence + [1], boundaries: [20, 40]).restored.fromDisk == 20)
         #expect(relaunched.statistics.rejectedFiles == 1 && !FileManager.default.fileExists(atPath: url.path))
         #expect(relaunched.statistics.lastDiskError?.contains("does not decrypt") == true)
+    }
+
+    /// A plain file's header is not authenticated, but its parent field must name the entry of
+    /// its own first tokens: a file naming another parent (checksum to match) is rejected, and the
+    /// chain restores up to it.
+    @Test func restore_rejectsAFileWhoseHeaderNamesAnotherParent() throws {
+        let directory = directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let sequence = base.tokens(40, seed: 62)
+        try persist(sequence, boundaries: [20, 40], in: directory)
+        let url = directory.appendingPathComponent(fileName(sequence, 40))
+        let data = try Data(contentsOf: url)
+        var body = Data(data.prefix(data.count - 8))
+        body.replaceSubrange(64 ..< 96, with: PrefixKey.keys(fingerprint: ModelFingerprint(weights), tokens: base.tokens(20, seed: 63), at: [20])[0].bytes)
+        let checksum = Kernels.checksum(body, 0 ..< body.count)
+        try (body + Data((0 ..< 8).map { UInt8(truncatingIfNeeded: checksum >> (8 * $0)) })).write(to: url)
+        let relaunched = base.store(directory: directory)
+        #expect(try base.restoreAndCompare(relaunched, sequence + [1], boundaries: [20, 40]).restored.fromDisk == 20)
+        #expect(relaunched.statistics.rejectedFiles == 1 && !FileManager.default.fileExists(atPath: url.path))
+        #expect(relaunched.statistics.lastDiskError?.contains("parent named in the header") == true)
     }
 
     /// An encrypted file whose header and checksum agree on a payload of the wrong size is refused
@@ -454,16 +496,17 @@ struct PrefixDiskTierTests {
         })
     }
 
-    /// The file name of the entry for `tokens[0..<end]`.
-    func fileName(_ tokens: [Int], _ end: Int) -> String {
-        "\(PrefixKey.keys(fingerprint: ModelFingerprint(weights), tokens: tokens, at: [end])[0]).kvp"
+    /// The file name of the entry for `tokens[0..<end]` in a store under `key`.
+    func fileName(_ tokens: [Int], _ end: Int, key: PrefixStore.EncryptionKey? = nil) -> String {
+        PrefixDiskTier.fileName(of: PrefixKey.keys(fingerprint: ModelFingerprint(weights), tokens: tokens, at: [end])[0], encryptionKey: key)
     }
 
-    /// Sets the last use (modification time) of the file for each `tokens[0..<end]` to `minutes` ago.
-    func age(_ files: [(minutes: Int, tokens: [Int], end: Int)], in directory: URL) throws {
+    /// Sets the last use (modification time) of the file for each `tokens[0..<end]` (in a store
+    /// under `key`) to `minutes` ago.
+    func age(_ files: [(minutes: Int, tokens: [Int], end: Int)], in directory: URL, key: PrefixStore.EncryptionKey? = nil) throws {
         for file in files {
             try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -60 * Double(file.minutes))],
-                                                  ofItemAtPath: directory.appendingPathComponent(fileName(file.tokens, file.end)).path)
+                                                  ofItemAtPath: directory.appendingPathComponent(fileName(file.tokens, file.end, key: key)).path)
         }
     }
 
@@ -479,14 +522,14 @@ struct PrefixDiskTierTests {
         let a = base.tokens(40, seed: 50), b = base.tokens(40, seed: 51), c = base.tokens(20, seed: 52)
         try persist(a, boundaries: [20, 40], in: directory, key: key)
         try persist(b, boundaries: [20, 40], in: directory, key: key)
-        try age([(40, a, 20), (30, a, 40), (20, b, 20), (10, b, 40)], in: directory)   // as if an hour apart, each parent older
-        let held = try sizes(in: directory).values.reduce(0, +), newFile = try #require(try sizes(in: directory)[fileName(a, 20)])
+        try age([(40, a, 20), (30, a, 40), (20, b, 20), (10, b, 40)], in: directory, key: key)   // as if an hour apart, each parent older
+        let held = try sizes(in: directory).values.reduce(0, +), newFile = try #require(try sizes(in: directory)[fileName(a, 20, key: key)])
         let store = PrefixStore(weights: weights, configuration: .persistent(
             in: directory, diskByteLimit: held + newFile - 1, encryptionKey: key))
         store.publish(try base.filled(c, on: base.model), boundaries: [20])
         store.flush()
         #expect(store.statistics.diskEvictions == 1 && store.statistics.diskByteCount <= held + newFile - 1)
-        #expect(Set(files(in: directory)) == [fileName(a, 20), fileName(b, 20), fileName(b, 40), fileName(c, 20)])
+        #expect(Set(files(in: directory)) == Set([(a, 20), (b, 20), (b, 40), (c, 20)].map { fileName($0, $1, key: key) }))
         let relaunched = base.store(directory: directory, key: key)
         for (tokens, expected) in [(a, 20), (b, 40), (c, 20)] {
             let (restored, logitError, _) = try base.restoreAndCompare(relaunched, tokens + [1], boundaries: [20, 40])

@@ -25,10 +25,17 @@ extension PrefixStore {
         }
 
         var key: SymmetricKey { SymmetricKey(data: bytes) }
+
+        /// The key that names an encrypted store's files (HMAC-SHA256), derived from this one
+        /// (HKDF-SHA256) so that the encryption key itself serves one purpose only.
+        var namingKey: SymmetricKey {
+            HKDF<SHA256>.deriveKey(inputKeyMaterial: key, info: Data("KVSession prefix-store file names".utf8), outputByteCount: 32)
+        }
     }
 }
 
-/// The prefix store's files: one per entry, named by its key's hex digest, written atomically
+/// The prefix store's files: one per entry, named by its key's hex digest (encrypted: by the hex
+/// digest of an HMAC of its key under a key derived from the store's, see below), written atomically
 /// (temporary file, then rename) with mode 0600 in a 0700 directory of the store's own, and
 /// validated in full before use.
 ///
@@ -45,7 +52,7 @@ extension PrefixStore {
 /// | 24 | 4 | end: the prefix's token count |
 /// | 28 | 4 | alignment: a power of two, the writer's page size (1 when encrypted) |
 /// | 32 | 32 | model fingerprint |
-/// | 64 | 32 | parent key (the entry of `tokens[0..<start]`; zeros when start is 0) |
+/// | 64 | 32 | parent: the name of the entry file of `tokens[0..<start]` (zeros when start is 0) |
 /// | 96 | 8 | payload byte count |
 /// | 104 | n | payload: `end` token ids (u32), then for each block `[layer][keys, values]` zero padding and the block's rows `[end - start][kvDim]` (f32); with encryption, the ids and the rows (no padding) each sealed in an AES-GCM box of their own (nonce, ciphertext, tag) |
 /// | 104 + n | 8 | checksum of everything before it (``Kernels/checksum(_:_:)``: a fast 64-bit hash) |
@@ -56,6 +63,11 @@ extension PrefixStore {
 /// cache therefore maps the whole pages of each block from the file (private, copy-on-write)
 /// and reads only the partial pages at either end: page-cache pages map at a fraction of the
 /// cost of filling fresh memory with them.
+///
+/// An encrypted store names its files, and their parents in the header, by HMAC-SHA256 of the
+/// entry's key under a key derived from its own (HKDF): the plain key is a hash of the model and
+/// the token ids, so whoever had the model and the directory could otherwise confirm a guessed
+/// prompt by hashing it; and stores under different keys on one directory never share a name.
 ///
 /// An encrypted file's ids box authenticates the header too, and its rows box the header and the
 /// ids box, so no field, and no box taken from another file, passes unnoticed. The ids sit in a
@@ -68,8 +80,11 @@ extension PrefixStore {
 ///
 /// A file is used only if every field agrees with the store (version, model, shape), the sizes
 /// add up, the checksum matches, both boxes open under the current key (or the payload is plain
-/// when there is none), and the token ids hash to the file's name. Anything else is a miss: the file
-/// is removed and counted in ``PrefixStore/Statistics/rejectedFiles``.
+/// when there is none), and the token ids give the file's name and its parent's. Anything else is a
+/// miss: the file is removed and counted in ``PrefixStore/Statistics/rejectedFiles``.
+///
+/// The index, like the files, is keyed by file names; the store's calls name entries by their
+/// ``PrefixKey``, which ``name(_:)`` turns into file names.
 final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `state`; writes on `queue`
     struct Statistics {
         var writes = 0, writeFailures = 0, evictions = 0, rejectedFiles = 0, removedTemporaryFiles = 0
@@ -84,9 +99,11 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         var bytes: Int
         /// When it was last written or read.
         var lastUse: Date
-        /// The entry its header names as its parent (`nil`: it starts at position 0, or its
+        /// The file its header names as its parent (`nil`: it starts at position 0, or its
         /// header does not fit this store).
         var parent: PrefixKey?
+        /// The entry's own key (`nil` where its token ids could not be read, or do not give its name).
+        var key: PrefixKey?
         /// The first position whose rows it holds (`nil`: not known).
         var start: Int?
         /// The token ids of its whole prefix, for matching token by token (`nil`: not known).
@@ -118,6 +135,8 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     let layerCount: Int, kvDim: Int
     let byteLimit: Int
     let encryptionKey: PrefixStore.EncryptionKey?
+    /// ``PrefixStore/EncryptionKey/namingKey`` of `encryptionKey`.
+    private let namingKey: SymmetricKey?
     private let state = Locked(State())
     private let queue = DispatchQueue(label: "LMRuntime.PrefixDiskTier")
 
@@ -132,6 +151,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         self.kvDim = kvDim
         self.byteLimit = byteLimit
         self.encryptionKey = encryptionKey
+        namingKey = encryptionKey?.namingKey
         let fm = FileManager.default
         do {
             try fm.createDirectory(at: directory, withIntermediateDirectories: true,
@@ -169,20 +189,20 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
                 if AtomicFile.isAbandoned(name, marker: Self.temporaryPrefix), unlink(path) == 0 { removedTemporary += 1 }
                 continue
             }
-            guard let key = Self.key(fromFileName: name), lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            guard let named = Self.key(fromFileName: name), lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
                 continue   // not ours: left alone
             }
             let inode = UInt64(status.st_ino), bytes = Int(status.st_size)
-            let header = known[key].map { $0.inode == inode && $0.bytes == bytes } == true ? nil
-                : indexedHeader(of: URL(fileURLWithPath: path), size: bytes)
-            listed[key] = (inode, bytes, Date(timeIntervalSince1970: Double(Self.modified(status)) / 1e9), header)
+            let header = known[named].map { $0.inode == inode && $0.bytes == bytes } == true ? nil
+                : indexedHeader(of: URL(fileURLWithPath: path), named: named, size: bytes)
+            listed[named] = (inode, bytes, Date(timeIntervalSince1970: Double(Self.modified(status)) / 1e9), header)
         }
         let scanStart = Date(timeIntervalSince1970: Double(began) / 1e9)
         state.withLock { s in
             for (key, file) in listed {
                 if let header = file.header {
                     s.files[key] = IndexedFile(bytes: file.bytes, lastUse: file.modified, parent: header.parent,
-                                               start: header.start, tokens: header.tokens, inode: file.inode)
+                                               key: header.key, start: header.start, tokens: header.tokens, inode: file.inode)
                 } else if s.files[key]?.inode == file.inode {
                     s.files[key]!.bytes = file.bytes
                     s.files[key]!.lastUse = max(s.files[key]!.lastUse, file.modified)
@@ -207,28 +227,31 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     }
     private static func nanoseconds(_ date: Date) -> Int { Int(date.timeIntervalSince1970 * 1e9) }
 
-    /// What the index takes from a file's header (``indexedHeader(of:size:)``).
-    private typealias IndexedHeader = (parent: PrefixKey?, start: Int?, tokens: [Int]?)
+    /// What the index takes from a file's header (``indexedHeader(of:named:size:)``).
+    private typealias IndexedHeader = (parent: PrefixKey?, start: Int?, tokens: [Int]?, key: PrefixKey?)
 
-    /// What an entry file's header says, for the index: the parent it names, where its span
+    /// What the entry file `named` says, for the index: the parent it names, where its span
     /// starts, and the token ids it holds, read from the payload (a few KB; an encrypted file's ids
-    /// box is opened, which also authenticates the header); `nil` where the header does not fit
-    /// this store, and ids `nil` where they cannot be read. Nothing else is checked here: a restore
-    /// checks the whole file before using it.
-    private func indexedHeader(of url: URL, size: Int) -> IndexedHeader {
-        guard size >= Self.headerBytes + Self.checksumBytes else { return (nil, nil, nil) }
+    /// box is opened, which also authenticates the header), with the key they give; `nil` where
+    /// the header does not fit this store, and ids and key `nil` where the ids cannot be read or do
+    /// not give the file's name. Nothing else is checked here: a restore checks the whole file
+    /// before using it.
+    private func indexedHeader(of url: URL, named: PrefixKey, size: Int) -> IndexedHeader {
+        guard size >= Self.headerBytes + Self.checksumBytes else { return (nil, nil, nil, nil) }
         let descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return (nil, nil, nil) }
+        guard descriptor >= 0 else { return (nil, nil, nil, nil) }
         defer { close(descriptor) }
         guard let header = try? Self.read(descriptor, Self.headerBytes, at: 0),
-              let (span, parent, _, _) = try? checkHeader(header, fileSize: size, tokens: nil) else { return (nil, nil, nil) }
+              let (span, parent, _, _) = try? checkHeader(header, fileSize: size, tokens: nil) else { return (nil, nil, nil, nil) }
         let idsBytes = 4 * span.upperBound + (encryptionKey == nil ? 0 : Self.sealOverhead)
         guard idsBytes <= size - Self.headerBytes - Self.checksumBytes,   // ids a garbled header claims: never more than the file
               let bytes = try? Self.read(descriptor, idsBytes, at: Self.headerBytes),
               let ids = encryptionKey == nil ? Data(bytes) : try? unseal(Data(bytes), authenticating: Data(header)) else {
-            return (parent, span.lowerBound, nil)
+            return (parent, span.lowerBound, nil, nil)
         }
-        return (parent, span.lowerBound, Self.tokenIDs([UInt8](ids)))
+        let key = PrefixKey.key(fingerprint: fingerprint, littleEndianTokenIDs: [UInt8](ids))
+        guard name(key) == named else { return (parent, span.lowerBound, nil, nil) }   // another format's, or garbled
+        return (parent, span.lowerBound, Self.tokenIDs([UInt8](ids)), key)
     }
 
     /// Little-endian 32-bit token ids.
@@ -246,8 +269,8 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         synchronize()   // files another process wrote since
         return state.withLock { s in
             var found: [(key: PrefixKey, end: Int, tokens: [Int], lastUse: Date)] = []
-            for (key, file) in s.files {
-                guard let ids = file.tokens, min(ids.count, limit) > above else { continue }
+            for file in s.files.values {
+                guard let key = file.key, let ids = file.tokens, min(ids.count, limit) > above else { continue }
                 let stop = min(ids.count, limit)
                 var agreed = 0
                 while agreed < stop, ids[agreed] == tokens[agreed] { agreed += 1 }
@@ -259,15 +282,15 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
 
     var statistics: Statistics { state.withLock { $0.statistics } }
 
-    func contains(_ key: PrefixKey) -> Bool { state.withLock { $0.files[key] != nil } }
+    func contains(_ key: PrefixKey) -> Bool { state.withLock { $0.files[name(key)] != nil } }
 
     func flush() { queue.sync {} }
 
     /// Removes every entry file.
     func removeAll() {
         queue.sync {
-            let keys = state.withLock { Array($0.files.keys) }
-            for key in keys { remove(key) }
+            let names = state.withLock { Array($0.files.keys) }
+            for name in names { remove(name) }
         }
     }
 
@@ -278,8 +301,8 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         queue.async { [self] in
             if contains(entry.key) {
                 let now = Date()
-                try? FileManager.default.setAttributes([.modificationDate: now], ofItemAtPath: fileURL(entry.key).path)
-                state.withLock { $0.files[entry.key]?.lastUse = now }
+                try? FileManager.default.setAttributes([.modificationDate: now], ofItemAtPath: fileURL(name(entry.key)).path)
+                state.withLock { $0.files[name(entry.key)]?.lastUse = now }
                 return
             }
             store(entry, rows: rows)
@@ -296,7 +319,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     func shrink(to tail: PrefixStore.Entry, rows: [Matrix]) {
         queue.async { [self] in
             guard let head = tail.parent, state.withLock({ s in
-                s.files[head] != nil && s.files[tail.key].map { ($0.start ?? 0) < tail.start } == true
+                s.files[name(head)] != nil && s.files[name(tail.key)].map { ($0.start ?? 0) < tail.start } == true
             }) else { return }
             store(tail, rows: rows)
         }
@@ -307,10 +330,10 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     private func store(_ entry: PrefixStore.Entry, rows: [Matrix]) {
         do {
             let data = try encode(entry, rows: rows)
-            let written = try AtomicFile.write(data, to: fileURL(entry.key), marker: Self.temporaryPrefix, durable: true)
+            let written = try AtomicFile.write(data, to: fileURL(name(entry.key)), marker: Self.temporaryPrefix, durable: true)
             state.withLock { s in
-                s.files[entry.key] = IndexedFile(bytes: written.bytes, lastUse: Date(), parent: entry.parent,
-                                                 start: entry.start, tokens: entry.tokens, inode: written.inode)
+                s.files[name(entry.key)] = IndexedFile(bytes: written.bytes, lastUse: Date(), parent: entry.parent.map(name),
+                                                       key: entry.key, start: entry.start, tokens: entry.tokens, inode: written.inode)
                 s.statistics.writes += 1
             }
             evictOverLimit()
@@ -336,7 +359,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
     func restore(_ key: PrefixKey, tokens: [Int], into cache: some KVCache, from: Int) -> Bool {
         var chain: [ChainFile] = []
         defer { for file in chain { close(file.descriptor) } }
-        var next: PrefixKey? = key
+        var next: PrefixKey? = name(key)   // then each file's parent, as its header names it
         while let current = next {
             guard let file = openChecked(current, tokens: tokens) else { return false }
             chain.append(file)
@@ -370,6 +393,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
 
     /// A file of a restore chain whose header and token ids checked out.
     private struct ChainFile {
+        /// Its name (see ``name(_:)``).
         let key: PrefixKey
         let descriptor: Int32
         /// Positions whose rows the file holds.
@@ -389,7 +413,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         case decrypted(payload: Data, blocks: [Int])
     }
 
-    /// Opens the file of `key` and checks everything but a plain file's rows; `nil` when it is
+    /// Opens the file named `key` and checks everything but a plain file's rows; `nil` when it is
     /// missing or invalid (an invalid file is removed and reported).
     private func openChecked(_ key: PrefixKey, tokens: [Int]) -> ChainFile? {
         let descriptor = open(fileURL(key).path, O_RDONLY | O_CLOEXEC)
@@ -432,7 +456,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
                 throw Problem.invalid("checksum mismatch")
             }
             let ids = try unseal(body[Self.headerBytes ..< idsEnd], authenticating: body[0 ..< Self.headerBytes])
-            try checkTokens([UInt8](ids), key: key, tokens: tokens)
+            try checkTokens([UInt8](ids), named: key, start: span.lowerBound, parent: parent, tokens: tokens)
             let rows = try unseal(body[idsEnd ..< bodyEnd], authenticating: body[0 ..< idsEnd])
             return ChainFile(key: key, descriptor: descriptor, span: span, parent: parent,
                              rows: .decrypted(payload: rows, blocks: blocks))
@@ -442,7 +466,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
             throw Problem.invalid("payload \(payloadCount) bytes, expected \(blocks[blocks.count - 1] - Self.headerBytes)")
         }
         let tokenBytes = try Self.read(descriptor, 4 * span.upperBound, at: Self.headerBytes)
-        try checkTokens(tokenBytes, key: key, tokens: tokens)
+        try checkTokens(tokenBytes, named: key, start: span.lowerBound, parent: parent, tokens: tokens)
         var checksum = kv_checksum_state()
         kv_checksum64_begin(&checksum)
         kv_checksum64_update(&checksum, header, header.count)
@@ -483,10 +507,14 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         return (start ..< end, parent, alignment, Int(payloadCount))
     }
 
-    /// Checks that a file's token ids hash to its name and are the sequence's first tokens.
-    private func checkTokens(_ bytes: [UInt8], key: PrefixKey, tokens: [Int]) throws {
-        guard PrefixKey.key(fingerprint: fingerprint, littleEndianTokenIDs: bytes) == key else {
-            throw Problem.invalid("token ids do not hash to the file's name")
+    /// Checks that the token ids of the file `named` give its name, and their first `start` its
+    /// parent's, and that they are the sequence's first tokens.
+    private func checkTokens(_ bytes: [UInt8], named: PrefixKey, start: Int, parent: PrefixKey?, tokens: [Int]) throws {
+        guard name(PrefixKey.key(fingerprint: fingerprint, littleEndianTokenIDs: bytes)) == named else {
+            throw Problem.invalid("token ids do not give the file's name")
+        }
+        if let parent, name(PrefixKey.key(fingerprint: fingerprint, littleEndianTokenIDs: Array(bytes[0 ..< 4 * start]))) != parent {
+            throw Problem.invalid("the parent named in the header is not the entry of the file's first \(start) tokens")
         }
         guard Self.tokenIDs(bytes).elementsEqual(tokens.prefix(bytes.count / 4)) else { throw Problem.otherTokens }
     }
@@ -600,7 +628,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         for field in [Self.version, encrypted ? 1 : 0, UInt32(layerCount), UInt32(kvDim),
                       UInt32(entry.start), UInt32(entry.end), UInt32(alignment)] { Self.append(field, to: &data) }
         data.append(contentsOf: fingerprint.bytes)
-        data.append(contentsOf: entry.parent?.bytes ?? [UInt8](repeating: 0, count: 32))
+        data.append(contentsOf: entry.parent.map(name)?.bytes ?? [UInt8](repeating: 0, count: 32))
         Self.append(UInt64(ids.count + rowBytes.count + (encrypted ? 2 * Self.sealOverhead : 0)), to: &data)
         if encrypted {
             data.append(try seal(ids, authenticating: data))
@@ -635,8 +663,22 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
 
     // MARK: - Files
 
-    private func fileURL(_ key: PrefixKey) -> URL {
-        directory.appendingPathComponent("\(key).\(Self.fileExtension)")
+    /// The name of the file of the entry `key`: the key itself, or, encrypted, its HMAC.
+    private func name(_ key: PrefixKey) -> PrefixKey { Self.name(key, namingKey: namingKey) }
+
+    private static func name(_ key: PrefixKey, namingKey: SymmetricKey?) -> PrefixKey {
+        guard let namingKey else { return key }
+        return PrefixKey(bytes: Array(HMAC<SHA256>.authenticationCode(for: key.bytes, using: namingKey)))!   // 32 bytes
+    }
+
+    /// The file name of the entry `key` in a store under `encryptionKey` (for tests and tools).
+    package static func fileName(of key: PrefixKey, encryptionKey: PrefixStore.EncryptionKey?) -> String {
+        "\(name(key, namingKey: encryptionKey?.namingKey)).\(fileExtension)"
+    }
+
+    /// The file named `name` (see ``name(_:)``).
+    private func fileURL(_ name: PrefixKey) -> URL {
+        directory.appendingPathComponent("\(name).\(Self.fileExtension)")
     }
 
     private static func key(fromFileName name: String) -> PrefixKey? {
@@ -653,6 +695,7 @@ final class PrefixDiskTier: @unchecked Sendable {   // mutable state under `stat
         return PrefixKey(bytes: bytes)
     }
 
+    /// Removes the file named `key` and counts it as rejected.
     private func reject(_ key: PrefixKey, reason: String) {
         remove(key)
         state.withLock { s in

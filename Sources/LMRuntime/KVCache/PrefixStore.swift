@@ -40,8 +40,10 @@ public final class PrefixStore: Sendable {
         /// Most bytes of entry files on disk. Eviction takes the least recently used file whose
         /// parent is gone, else the least recently used file no other file names as its parent.
         public var diskByteLimit: Int
-        /// Encrypts entry files at rest (AES-GCM) when set; a file that does not open under
-        /// the current key is a miss, removed and reported.
+        /// Encrypts entry files at rest (AES-GCM) when set, and names them by a hash keyed with
+        /// it (HMAC): a store under another key never reads them, and leaves them to the byte
+        /// limit's eviction. A file under this key's name that does not open under it is a miss,
+        /// removed and reported.
         public var encryptionKey: EncryptionKey?
 
         /// The environment variable that names a directory for the disk tier, so unmodified
