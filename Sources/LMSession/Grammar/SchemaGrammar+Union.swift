@@ -7,8 +7,6 @@ extension SchemaGrammar.Builder {
         /// The rest of an array of `element`s from just after its `[` (`first`) or just after an
         /// element: `minimum...maximum` more elements, then `]`.
         case elements(SchemaNode, first: Bool, minimum: Int, maximum: Int)
-
-        var isLiteral: Bool { if case .literal = self { true } else { false } }
     }
 
     /// A choice parts and goes on together more often than this (structures of 32 numbers each
