@@ -9,9 +9,8 @@
 /// (see ``TokenMasker``).
 struct GrammarState {
     /// One open value. The fields' meaning depends on the node:
-    /// sequence: `a` item index, `b` position in a literal; array: `a` element count, `b` stage
-    /// (0 before `[`, 1 after it, 2 after an element, 3 after `,`); counted: the same, `b` 0 being
-    /// the node's `from`;
+    /// sequence: `a` item index, `b` position in a literal; counted (an array's elements): `a`
+    /// elements read, `b` stage (0: the node's `from`, 1 after `[`, 2 after an element, 3 after `,`);
     /// string: `a` stage (0 before the opening quote, 1 in the text, 2 after a backslash, 3-6
     /// before the first to fourth hex digit of a `\u` escape), `b` UTF-8 continuation bytes
     /// pending (stage 1) or whether the escape's first hex digit was `d` (stage 4);
@@ -80,8 +79,6 @@ struct GrammarState {
                 }
             }
             return n
-        case let .array(element, minimum, maximum):
-            return f.b == 0 ? g.minimumLength[f.node] : arrayRemaining(minimum ... maximum, element: g.minimumLength[element], count: f.a, stage: f.b)!
         case let .counted(element, from, counts, after, _):
             var n = Int.max / 4
             for (i, range) in counts.enumerated() {
@@ -112,8 +109,8 @@ struct GrammarState {
         }
     }
 
-    /// The fewest bytes that close an array whose count must end in `range`, from `stage` (as an
-    /// array frame's `b`: 1 after `[`, 2 after an element, 3 after `,`) with `count` elements
+    /// The fewest bytes that close an array whose count must end in `range`, from `stage` (as a
+    /// counted frame's `b`: 1 after `[`, 2 after an element, 3 after `,`) with `count` elements
     /// read, each element at least `e` bytes; nil where the range is out of reach.
     static func arrayRemaining(_ range: ClosedRange<Int>, element e: Int, count: Int, stage: Int) -> Int? {
         let pending = stage == 3 ? 1 : 0   // an element must follow a comma
@@ -185,36 +182,6 @@ struct GrammarState {
                 f.b = 2
                 top = f
                 push(element)
-            case let .array(element, minimum, maximum):
-                switch f.b {
-                case 0:
-                    guard c == UInt8(ascii: "[") else { return false }
-                    f.b = 1
-                    top = f
-                    return true
-                case 1, 3:
-                    if f.b == 1, c == UInt8(ascii: "]") {
-                        guard minimum == 0 else { return false }
-                        pop()
-                        return true
-                    }
-                    guard f.a < maximum else { return false }
-                    f.a += 1
-                    f.b = 2
-                    top = f
-                    push(element)
-                default:
-                    if c == UInt8(ascii: ","), f.a < maximum {
-                        f.b = 3
-                        top = f
-                        return true
-                    }
-                    if c == UInt8(ascii: "]"), f.a >= minimum {
-                        pop()
-                        return true
-                    }
-                    return false
-                }
             case .string:
                 guard Self.feedString(&f, c) else { return false }
                 if f.a == Self.closedString {

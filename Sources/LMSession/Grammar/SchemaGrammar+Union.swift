@@ -387,7 +387,6 @@ extension SchemaGrammar.Builder {
             case let .literal(bytes, _): return ByteSet([bytes[0]])
             case let .value(v): return firstBytes(v)
             }
-        case .array: return ByteSet([UInt8(ascii: "[")])
         case .string, .pattern: return ByteSet([UInt8(ascii: "\"")])
         case let .choice(trie), let .dispatch(trie, _): return ByteSet(trie.children[0].map(\.0))
         case .numbers: return Self.numberFirstBytes

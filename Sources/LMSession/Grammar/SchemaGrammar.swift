@@ -19,8 +19,6 @@ final class SchemaGrammar: Sendable {
     enum Node: Sendable {
         /// An object: literal bytes and value slots in order.
         case sequence([Item])
-        /// `[`, then `minimum...maximum` elements separated by `,`, then `]`.
-        case array(element: Int, minimum: Int, maximum: Int)
         /// Free text between quotes.
         case string
         /// Text between quotes that wholly matches a pattern.
@@ -44,12 +42,13 @@ final class SchemaGrammar: Sendable {
         /// mask) pick the node that follows, or nothing where the mask has no target; `after[r]`
         /// bounds the shortest of what follows once rule `r` is among them.
         case numbers([NumberRule], after: [Int], targets: [Int: Int])
-        /// The rest of an array from just after its `[` (`from` 1) or just after an element (2),
-        /// where a choice reads arrays together (their brackets and commas are its own bytes: see
-        /// `SchemaGrammar+Union.swift`): `counts[i]` is one of the branches' ranges of elements
-        /// still to come. At `]` the ranges the count is in (a bit mask) pick the node that
-        /// follows, or nothing where the mask has no target; `after[i]` bounds the shortest of
-        /// what follows once range `i` is among them. One range and no target: the rest of one array.
+        /// The rest of an array from just after its `[` (`from` 1) or just after an element (2):
+        /// `counts[i]` is a range of elements still to come, then `]`. An array is `[` and this,
+        /// with one range and no target. Where a choice reads arrays together (their brackets and
+        /// commas are its own bytes: see `SchemaGrammar+Union.swift`), each range is some branches';
+        /// at `]` the ranges the count is in (a bit mask) pick the node that follows, or nothing
+        /// where the mask has no target; `after[i]` bounds the shortest of what follows once range
+        /// `i` is among them.
         case counted(element: Int, from: Int, counts: [ClosedRange<Int>], after: [Int], targets: [Int: Int])
     }
 
@@ -134,8 +133,9 @@ final class SchemaGrammar: Sendable {
                 guard maximum >= minimum else {
                     throw GenerationSchema.SchemaError.unsupportedShape("an array with minimum count \(minimum) above maximum \(maximum)")
                 }
-                let length = 2 + (minimum == 0 ? 0 : minimum * minimumLength[e] + minimum - 1)
-                return add(.array(element: e, minimum: minimum, maximum: maximum), length)
+                let elements = counted(element: e, from: 1, counts: [minimum ... maximum], after: [0], targets: [:])
+                let (open, cost) = literal([UInt8(ascii: "[")])
+                return add(.sequence([open, .value(elements)]), cost + minimumLength[elements])
             case let .string(choices?, _):
                 guard !choices.isEmpty else { throw GenerationSchema.SchemaError.emptyTypeChoices(schema: "string") }
                 let choiceTrie = trie(choices.map { c in
