@@ -2,6 +2,7 @@ import Foundation
 import LMRuntime
 @testable import LMSession
 import LMTestSupport
+import Synchronization
 import Testing
 
 @Suite struct GeneratedContentTests {
@@ -156,6 +157,98 @@ import Testing
             try GenerationSchema(root: .init(name: "D", properties: [.init(name: "a", schema: .init(type: Int.self)),
                                                                       .init(name: "a", schema: .init(type: Int.self))]), dependencies: [])
         }
+    }
+
+    /// A dynamic schema of `levels` levels: structures around an integer (the last level).
+    static func nested(_ levels: Int) -> DynamicGenerationSchema {
+        (1 ..< levels).reduce(DynamicGenerationSchema(type: Int.self)) { inner, _ in
+            DynamicGenerationSchema(name: "Level", properties: [.init(name: "inner", schema: inner)])
+        }
+    }
+
+    /// The JSON Schema text of `nested(levels)`, written by hand (the encoder writes only schemas within the limit).
+    static func nestedJSON(_ levels: Int) -> String {
+        String(repeating: #"{"type":"object","title":"Level","properties":{"inner":"#, count: levels - 1) + #"{"type":"integer"}"#
+            + String(repeating: "}}", count: levels - 1)
+    }
+
+    /// Schemas nested deeper than ``GenerationSchema/nestingLimit`` are refused with a typed error
+    /// on every way in (built at run time, decoded from JSON inside another document, put together
+    /// from nodes), on a 512 KiB stack and without recursing through the levels beyond: before the
+    /// limit, about 110 levels of structures overflowed such a stack while compiling. A schema at
+    /// the limit builds, renders, encodes, decodes and compiles there.
+    @Test func nestingLimit_deeperSchemas_areTypedErrorsOnEveryPathOnASmallStack() throws {
+        let limit = GenerationSchema.nestingLimit
+        struct Mismatch: Error {}   // (no #expect on a thread of its own: outcomes are collected instead)
+        let outcomes = Mutex<[String]>([])
+        onSmallStack {
+            func record(_ label: String, _ body: () throws -> Void) {
+                let outcome: String
+                do {
+                    try body()
+                    outcome = "ok"
+                } catch let error as GenerationSchema.SchemaError where error == .nestedTooDeep {
+                    outcome = "too deep"
+                } catch { outcome = "\(error)" }
+                outcomes.withLock { $0.append("\(label): \(outcome)") }
+            }
+            let vocabulary = ConstrainedDecodingPropertyTests.vocabulary
+            for levels in [limit, limit + 1, 200] {
+                record("dynamic \(levels)") {
+                    let schema = try GenerationSchema(root: Self.nested(levels), dependencies: [])
+                    _ = try SchemaGrammar(schema, vocabulary: vocabulary)
+                    // Encoded, then decoded three keys down in another document.
+                    let document = try JSONEncoder().encode(["a": [["schema": schema]]])
+                    let decoded = try JSONDecoder().decode([String: [[String: GenerationSchema]]].self, from: document)
+                    guard decoded["a"]?[0]["schema"] == schema, schema.debugDescription.count > 10 * limit else { throw Mismatch() }
+                }
+                record("JSON \(levels)") {
+                    let document = #"{"a":[{"schema":"# + Self.nestedJSON(levels) + "}]}"
+                    let decoded = try JSONDecoder().decode([String: [[String: GenerationSchema]]].self, from: Data(document.utf8))
+                    guard decoded["a"]?[0]["schema"] == (try GenerationSchema(root: Self.nested(levels), dependencies: [])) else { throw Mismatch() }
+                }
+                record("nodes \(levels)") {
+                    let node = (1 ..< levels).reduce(SchemaNode.number(minimum: nil, maximum: nil, integral: true)) { inner, _ in
+                        .object(name: "Level", description: nil, properties: [SchemaProperty(name: "inner", description: nil, node: inner, isOptional: false)])
+                    }
+                    let schema = GenerationSchema(root: node)
+                    // Beyond the limit the schema keeps only its name, so nothing walks the deep tree again.
+                    guard schema.problem == nil || schema.root == .object(name: "Level", description: nil, properties: []) else { throw Mismatch() }
+                    _ = try SchemaGrammar(schema, vocabulary: vocabulary)
+                }
+            }
+        }
+        #expect(outcomes.withLock { $0 } == [limit, limit + 1, 200].flatMap { levels in
+            ["dynamic", "JSON", "nodes"].map { "\($0) \(levels): \(levels > limit ? "too deep" : "ok")" }
+        })
+    }
+
+    /// References that double at every level (a schema with two properties of the next schema,
+    /// which has two of the next...) are refused once ``GenerationSchema/valueLimit`` values have
+    /// been expanded, not expanded: 30 levels would be two thousand million values. Within the
+    /// limit they expand as before; a node shared the same way is measured without expanding it.
+    @Test func valueLimit_referencesThatDoubleAtEveryLevel_areRefusedBeforeExpanding() throws {
+        func doubling(_ levels: Int) -> [DynamicGenerationSchema] {
+            (0 ..< levels).map { i in
+                DynamicGenerationSchema(name: "L\(i)", properties: ["a", "b"].map {
+                    .init(name: $0, schema: i + 1 < levels ? .init(referenceTo: "L\(i + 1)") : .init(type: Bool.self))
+                })
+            }
+        }
+        let within = try GenerationSchema(root: .init(referenceTo: "L0"), dependencies: doubling(8))   // 511 values
+        #expect(within.debugDescription.components(separatedBy: "boolean").count - 1 == 256)
+        _ = try SchemaGrammar(within, vocabulary: ConstrainedDecodingPropertyTests.vocabulary)
+        for levels in [13, 30] {   // 16,383 and 2,147,483,647 values
+            #expect(throws: GenerationSchema.SchemaError.tooManyValues) {
+                try GenerationSchema(root: .init(referenceTo: "L0"), dependencies: doubling(levels))
+            }
+        }
+        let shared = (0 ..< 30).reduce(SchemaNode.boolean) { inner, _ in
+            .object(name: "D", description: nil, properties: ["a", "b"].map { SchemaProperty(name: $0, description: nil, node: inner, isOptional: false) })
+        }
+        let schema = GenerationSchema(root: shared)
+        #expect(schema.problem == .tooManyValues && schema.root == .object(name: "D", description: nil, properties: []))
+        #expect(throws: GenerationSchema.SchemaError.tooManyValues) { try SchemaGrammar(schema, vocabulary: ConstrainedDecodingPropertyTests.vocabulary) }
     }
 
     @Test func patternGuide_unsupportedConstructs_areTypedErrors() {

@@ -429,4 +429,25 @@ struct Ticket {
         #expect(session.transcript.entries.count == entries)
         #expect(try await session.cachedTokens.isEmpty)
     }
+
+    /// A schema nested deeper than the limit, however it was put together, is refused before
+    /// anything is computed, naming the limit; the session is as it was and answers the next request.
+    @Test func respondSchema_nestedBeyondTheLimit_isATypedErrorAndChangesNothing() async throws {
+        let node = (0 ..< 60).reduce(SchemaNode.boolean) { inner, _ in
+            .array(element: inner, minimumCount: nil, maximumCount: 2)
+        }
+        let session = LanguageModelSession(model: tinyModel)
+        let entries = session.transcript.entries.count
+        do {
+            _ = try await session.respond(to: "Lists?", schema: GenerationSchema(root: node))
+            Issue.record("a schema 61 levels deep was accepted")
+        } catch let LanguageModelError.unsupportedGenerationGuide(error) {
+            #expect(error.debugDescription.contains("nested more than \(GenerationSchema.nestingLimit) levels"), "\(error.debugDescription)")
+        }
+        #expect(session.transcript.entries.count == entries)
+        #expect(try await session.cachedTokens.isEmpty)
+        let flat = GenerationSchema(root: (0 ..< 3).reduce(SchemaNode.boolean) { inner, _ in .array(element: inner, minimumCount: 1, maximumCount: 2) })
+        let answer = try await session.respond(to: "Lists?", schema: flat, options: GenerationOptions(sampling: .greedy))
+        #expect(answer.content.jsonString.hasPrefix("[[["))
+    }
 }

@@ -77,8 +77,15 @@ public struct DynamicGenerationSchema: Sendable {
         body = .reference(name)
     }
 
-    /// The schema as a node, references replaced by the dependencies they name.
-    func resolve(_ named: [String: DynamicGenerationSchema], visiting: Set<String>) throws -> SchemaNode {
+    /// The schema as a node at `depth` (the root is 1), references replaced by the dependencies
+    /// they name. Each value takes one from `budget`; past ``GenerationSchema/nestingLimit`` or
+    /// with the budget spent it throws, before recursing further or expanding more references.
+    func resolve(_ named: [String: DynamicGenerationSchema], visiting: Set<String>, depth: Int,
+                 budget: inout Int) throws -> SchemaNode {
+        if case .reference = body {} else {   // a reference stands for its target, at the same depth
+            budget -= 1
+            if let problem = SchemaNode.extentProblem(depth: depth, values: GenerationSchema.valueLimit - budget) { throw problem }
+        }
         switch body {
         case let .structure(properties):
             var seen = Set<String>()
@@ -87,7 +94,8 @@ public struct DynamicGenerationSchema: Sendable {
                     throw GenerationSchema.SchemaError.duplicateProperty(schema: name ?? "", property: p.name)
                 }
                 return SchemaProperty(name: p.name, description: p.description,
-                                      node: try p.schema.resolve(named, visiting: visiting), isOptional: p.isOptional)
+                                      node: try p.schema.resolve(named, visiting: visiting, depth: depth + 1, budget: &budget),
+                                      isOptional: p.isOptional)
             })
         case let .stringChoices(choices):
             guard !choices.isEmpty else { throw GenerationSchema.SchemaError.emptyTypeChoices(schema: name ?? "") }
@@ -95,9 +103,10 @@ public struct DynamicGenerationSchema: Sendable {
         case let .choices(choices):
             guard !choices.isEmpty else { throw GenerationSchema.SchemaError.emptyTypeChoices(schema: name ?? "") }
             return .anyOf(name: name ?? "", description: description,
-                          choices: try choices.map { try $0.resolve(named, visiting: visiting) })
+                          choices: try choices.map { try $0.resolve(named, visiting: visiting, depth: depth + 1, budget: &budget) })
         case let .array(item, minimum, maximum):
-            return .array(element: try item.resolve(named, visiting: visiting), minimumCount: minimum, maximumCount: maximum)
+            return .array(element: try item.resolve(named, visiting: visiting, depth: depth + 1, budget: &budget),
+                          minimumCount: minimum, maximumCount: maximum)
         case let .fixed(node, problem):
             if let problem { throw problem }
             return node
@@ -106,7 +115,7 @@ public struct DynamicGenerationSchema: Sendable {
                 throw GenerationSchema.SchemaError.undefinedReferences(schema: name, references: [target])
             }
             guard !visiting.contains(target) else { throw GenerationSchema.SchemaError.recursiveReference(target) }
-            return try schema.resolve(named, visiting: visiting.union([target]))
+            return try schema.resolve(named, visiting: visiting.union([target]), depth: depth, budget: &budget)
         }
     }
 }

@@ -1,7 +1,8 @@
 extension GenerationSchema: Codable {
     /// Reads a schema written by ``encode(to:)`` (a JSON Schema subset with `x-order`).
     public init(from decoder: any Decoder) throws {
-        self.init(root: try SchemaJSON(from: decoder).node())
+        let json = try SchemaJSON.$rootPathLength.withValue(decoder.codingPath.count) { try SchemaJSON(from: decoder) }
+        self.init(root: try json.node(depth: 1))
     }
 
     /// Writes the schema as JSON Schema: `type`, `properties` with `required` and `x-order`
@@ -33,6 +34,36 @@ final class SchemaJSON: Codable {
     enum CodingKeys: String, CodingKey {
         case type, title, description, properties, required, items, minItems, maxItems, pattern, minimum, maximum, anyOf
         case order = "x-order", choices = "enum", reference = "$ref"
+    }
+
+    /// The length of the coding path at the root of the schema being decoded (a schema may sit
+    /// inside a transcript or another document).
+    @TaskLocal static var rootPathLength = 0
+
+    /// Decodes the fields, refusing a schema nested deeper than ``GenerationSchema/nestingLimit``
+    /// before reading the level beyond it (each level adds one or two keys to the coding path:
+    /// `items`, or `properties` and a name, or `anyOf` and an index), so that decoding recurses
+    /// boundedly whatever the input.
+    required init(from decoder: any Decoder) throws {
+        guard decoder.codingPath.count - Self.rootPathLength <= 2 * GenerationSchema.nestingLimit else {
+            throw GenerationSchema.SchemaError.nestedTooDeep
+        }
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        type = try c.decodeIfPresent(String.self, forKey: .type)
+        title = try c.decodeIfPresent(String.self, forKey: .title)
+        description = try c.decodeIfPresent(String.self, forKey: .description)
+        properties = try c.decodeIfPresent([String: SchemaJSON].self, forKey: .properties)
+        required = try c.decodeIfPresent([String].self, forKey: .required)
+        order = try c.decodeIfPresent([String].self, forKey: .order)
+        items = try c.decodeIfPresent(SchemaJSON.self, forKey: .items)
+        minItems = try c.decodeIfPresent(Int.self, forKey: .minItems)
+        maxItems = try c.decodeIfPresent(Int.self, forKey: .maxItems)
+        choices = try c.decodeIfPresent([String].self, forKey: .choices)
+        pattern = try c.decodeIfPresent(String.self, forKey: .pattern)
+        minimum = try c.decodeIfPresent(Double.self, forKey: .minimum)
+        maximum = try c.decodeIfPresent(Double.self, forKey: .maximum)
+        anyOf = try c.decodeIfPresent([SchemaJSON].self, forKey: .anyOf)
+        reference = try c.decodeIfPresent(String.self, forKey: .reference)
     }
 
     init(_ node: SchemaNode) {
@@ -72,9 +103,11 @@ final class SchemaJSON: Codable {
         }
     }
 
-    func node() throws -> SchemaNode {
+    /// The node this JSON describes, at `depth` (the root is 1); past ``GenerationSchema/nestingLimit`` it throws.
+    func node(depth: Int) throws -> SchemaNode {
+        guard depth <= GenerationSchema.nestingLimit else { throw GenerationSchema.SchemaError.nestedTooDeep }
         if let reference { return .reference(reference) }
-        if let anyOf { return .anyOf(name: title ?? "", description: description, choices: try anyOf.map { try $0.node() }) }
+        if let anyOf { return .anyOf(name: title ?? "", description: description, choices: try anyOf.map { try $0.node(depth: depth + 1) }) }
         switch type {
         case "object":
             let properties = self.properties ?? [:]
@@ -84,11 +117,11 @@ final class SchemaJSON: Codable {
                 guard let p = properties[name] else {
                     throw GenerationSchema.SchemaError.undefinedReferences(schema: title, references: [name])
                 }
-                return SchemaProperty(name: name, description: p.description, node: try p.node(), isOptional: !required.contains(name))
+                return SchemaProperty(name: name, description: p.description, node: try p.node(depth: depth + 1), isOptional: !required.contains(name))
             })
         case "array":
             guard let items else { throw GenerationSchema.SchemaError.unsupportedShape("an array schema without items") }
-            return .array(element: try items.node(), minimumCount: minItems, maximumCount: maxItems)
+            return .array(element: try items.node(depth: depth + 1), minimumCount: minItems, maximumCount: maxItems)
         case "string": return .string(choices: choices, pattern: pattern)
         case "integer": return .number(minimum: minimum, maximum: maximum, integral: true)
         case "number": return .number(minimum: minimum, maximum: maximum, integral: false)

@@ -9,9 +9,29 @@ public struct GenerationSchema: Sendable, Equatable, CustomDebugStringConvertibl
     /// A problem found while building (a guide that does not apply); reported when the schema is used.
     let problem: SchemaError?
 
+    /// How deep a schema's values may nest (each structure, array and choice is a level; the
+    /// root is the first). Deeper schemas are refused with ``SchemaError/unsupportedShape(_:)``:
+    /// building, rendering and compiling a schema recurse once a level, and this depth fits a
+    /// 512 KiB thread stack (Apple's secondary threads) with room to spare.
+    public static let nestingLimit = 32
+
+    /// How many values a schema may hold, counted as decoding visits them: a schema reached along
+    /// several paths (a dependency referred to from several places) counts once per path. Larger
+    /// schemas are refused with ``SchemaError/unsupportedShape(_:)``, so that references that
+    /// double at every level cannot expand into millions of values.
+    public static let valueLimit = 10_000
+
+    /// A schema of `root`, or, when `root` is beyond ``nestingLimit`` or ``valueLimit``, an empty
+    /// structure of the root's name holding that problem (so nothing walks the oversized tree
+    /// again; using the schema throws the problem).
     init(root: SchemaNode, problem: SchemaError? = nil) {
-        self.root = root
-        self.problem = problem
+        if let extent = root.extentProblem {
+            self.root = .object(name: GenerationSchema.name(of: root), description: nil, properties: [])
+            self.problem = problem ?? extent
+        } else {
+            self.root = root
+            self.problem = problem
+        }
     }
 
     /// One property of a structure schema.
@@ -76,23 +96,30 @@ public struct GenerationSchema: Sendable, Equatable, CustomDebugStringConvertibl
 
     /// A schema built at run time: `root`, whose references name schemas in `dependencies`.
     /// - Throws: ``SchemaError`` for a reference to no dependency, a name defined twice, a
-    ///   reference cycle, or a guide that does not apply.
+    ///   reference cycle, a guide that does not apply, or a schema nested deeper than
+    ///   ``nestingLimit`` or holding more than ``valueLimit`` values once its references are expanded.
     public init(root: DynamicGenerationSchema, dependencies: [DynamicGenerationSchema]) throws {
         var named: [String: DynamicGenerationSchema] = [:]
         for d in dependencies {
             guard let name = d.name else { continue }
             guard named.updateValue(d, forKey: name) == nil else { throw SchemaError.duplicateType(schema: name) }
         }
-        self.init(root: try root.resolve(named, visiting: []))
+        var budget = Self.valueLimit
+        let node = try root.resolve(named, visiting: [], depth: 1, budget: &budget)
+        if let extent = node.extentProblem { throw extent }   // fixed schemas inside may add depth
+        self.init(root: node)
     }
 
     static func name(of type: any Any.Type) -> String { String(describing: type) }
 
     /// The root's name (a structure's or choice's type name), or its kind.
-    var name: String {
-        switch root {
+    var name: String { Self.name(of: root) }
+
+    /// `node`'s name (a structure's or choice's type name), or its kind.
+    static func name(of node: SchemaNode) -> String {
+        switch node {
         case let .object(name, _, _) where !name.isEmpty, let .anyOf(name, _, _) where !name.isEmpty: name
-        default: root.kindName
+        default: node.kindName
         }
     }
 

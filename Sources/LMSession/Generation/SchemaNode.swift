@@ -47,6 +47,45 @@ indirect enum SchemaNode: Sendable, Equatable {
     }
 }
 
+extension SchemaNode {
+    /// Why a schema of this root is refused for its extent, or nil: values nested deeper than
+    /// ``GenerationSchema/nestingLimit``, or more than ``GenerationSchema/valueLimit`` of them
+    /// (a node reached along several paths counts once per path). Measured without recursion,
+    /// so a tree of any depth is measured safely, and in at most `valueLimit` steps.
+    var extentProblem: GenerationSchema.SchemaError? {
+        var pending: [(node: SchemaNode, depth: Int)] = [(self, 1)]
+        var values = 0
+        while let (node, depth) = pending.popLast() {
+            values += 1
+            if let problem = Self.extentProblem(depth: depth, values: values) { return problem }
+            switch node {
+            case let .object(_, _, properties): pending += properties.map { ($0.node, depth + 1) }
+            case let .array(element, _, _): pending.append((element, depth + 1))
+            case let .anyOf(_, _, choices): pending += choices.map { ($0, depth + 1) }
+            case .string, .number, .boolean, .reference: break
+            }
+        }
+        return nil
+    }
+
+    /// The error for a value at `depth` that is the `values`-th one seen, or nil while both are within the limits.
+    static func extentProblem(depth: Int, values: Int) -> GenerationSchema.SchemaError? {
+        depth > GenerationSchema.nestingLimit ? .nestedTooDeep : values > GenerationSchema.valueLimit ? .tooManyValues : nil
+    }
+}
+
+extension GenerationSchema.SchemaError {
+    /// A schema nested deeper than ``GenerationSchema/nestingLimit``.
+    static var nestedTooDeep: Self {
+        .unsupportedShape("a schema nested more than \(GenerationSchema.nestingLimit) levels deep (structures, arrays and choices)")
+    }
+
+    /// A schema of more than ``GenerationSchema/valueLimit`` values.
+    static var tooManyValues: Self {
+        .unsupportedShape("a schema of more than \(GenerationSchema.valueLimit) values (a schema referred to from several places counts at each)")
+    }
+}
+
 /// One property of a structure.
 struct SchemaProperty: Sendable, Equatable {
     var name: String
