@@ -184,7 +184,8 @@ import Testing
     }
 
     /// The deepest choices compile on a thread of 512 KiB, the stack of a Dispatch or Swift
-    /// concurrency thread on Apple's platforms: refused at the depth limit, never a stack overflow.
+    /// concurrency thread on Apple's platforms, also inside structures nested to the schema
+    /// nesting limit: refused at the depth limit, never a stack overflow.
     @Test func schemaGrammar_choicesAtTheDepthLimit_compileOnASmallStack() throws {
         // Two structures of n numbers each, under ranges that overlap: after every number both
         // may go on, so the choice parts once per property.
@@ -193,14 +194,16 @@ import Testing
                 .object(name: "S", description: nil, properties: (0 ..< n).map { property("p\($0)", .number(minimum: lo, maximum: hi, integral: true)) })
             })
         }
+        // The deepest choice compiled inside structures up to the nesting limit: both limits at once.
+        let nested = (0 ..< GenerationSchema.nestingLimit - 3).reduce(choices[0]) { inner, _ in object(property("inner", inner)) }
         let outcomes = Mutex<[String]>([])
         onSmallStack {
-            for choice in choices {
+            for choice in choices + [nested] {
                 let compiled = (try? SchemaGrammar(GenerationSchema(root: choice), vocabulary: Self.vocabulary)) != nil
                 outcomes.withLock { $0.append(compiled ? "compiled" : "refused") }
             }
         }
-        #expect(outcomes.withLock { $0 } == ["compiled", "refused", "refused"])
+        #expect(outcomes.withLock { $0 } == ["compiled", "refused", "refused", "compiled"])
     }
 
     /// Strings of several shapes where choices part (free text, fixed choices, patterns): read
