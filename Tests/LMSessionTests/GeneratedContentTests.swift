@@ -81,9 +81,28 @@ import Testing
         #expect(throws: Refused.self) { try GeneratedContent(properties: pairs) { _, _ -> Int in throw Refused() } }
     }
 
+    /// Content nests at most 64 levels: at the limit it reads, renders, compares and round-trips
+    /// through Codable on a 512 KiB stack (192 levels overflowed one while reading); deeper text
+    /// is rejected with a typed error naming the limit, not recursed into.
     @Test func initJSON_deepNesting_isRejectedNotRecursedInto() {
-        let deep = String(repeating: "[", count: 100_000)
-        #expect(throws: GeneratedContentError.self) { try GeneratedContent(json: deep) }
+        let nested = { (levels: Int) in   // an object holding an array, and so on: `levels` levels
+            String(repeating: #"{"a":["#, count: levels / 2) + (levels % 2 == 1 ? "[1]" : "1") + String(repeating: "]}", count: levels / 2)
+        }
+        let texts = [nested(64), nested(65), String(repeating: "[", count: 100_000)]
+        let outcomes = Mutex<[String]>([])
+        onSmallStack {
+            for text in texts {
+                do {
+                    let content = try GeneratedContent(json: text)
+                    let decoded = try JSONDecoder().decode(GeneratedContent.self, from: JSONEncoder().encode(content))
+                    let same = content.jsonString == text && decoded == content && content.debugDescription.count >= text.count
+                    outcomes.withLock { $0.append(same ? "read" : "changed") }
+                } catch let GeneratedContentError.invalidJSON(_, reason) {
+                    outcomes.withLock { $0.append(reason) }
+                } catch { outcomes.withLock { $0.append("\(error)") } }
+            }
+        }
+        #expect(outcomes.withLock { $0 } == ["read", "nesting deeper than 64", "nesting deeper than 64"])
     }
 
     @Test func partial_everyPrefixOfAValue_readsAsIncompleteContent() throws {
@@ -261,6 +280,30 @@ import Testing
                 #expect(p == pattern && reason.contains(word), "\(reason)")
             } catch { Issue.record("\(error)") }
         }
+    }
+
+    /// Groups nest at most 32 deep in a pattern: at the limit a pattern builds and matches on a
+    /// 512 KiB stack (200 nested groups overflowed one while parsing); deeper ones are refused
+    /// with a typed error naming the limit, not recursed into. Nested repetitions, which copy what
+    /// they repeat, are refused once the copies pass the construction's state limit, rather than
+    /// made: 20 nested `+` would be a million copies, three nested `{64}` a quarter of a million.
+    @Test func patternGuide_nestedGroups_buildToTheLimitOnASmallStack() {
+        let groups = { (n: Int) in String(repeating: "(", count: n) + "ab|c" + String(repeating: ")", count: n) + "+" }
+        let patterns = [groups(PatternParser.groupDepthLimit), groups(PatternParser.groupDepthLimit + 1), groups(5_000),
+                        String(repeating: "(", count: 20) + "ab|c" + String(repeating: ")+", count: 20), "((a{64}){64}){64}"]
+        let outcomes = Mutex<[String]>([])
+        onSmallStack {
+            for pattern in patterns {
+                do {
+                    let automaton = try PatternAutomaton(pattern)
+                    outcomes.withLock { $0.append("\(automaton.matches("abcab")) \(automaton.matches("abd"))") }
+                } catch let GenerationSchema.SchemaError.unsupportedPattern(_, reason) {
+                    outcomes.withLock { $0.append(reason) }
+                } catch { outcomes.withLock { $0.append("\(error)") } }
+            }
+        }
+        let tooLarge = "its automaton is too large to build (over \(PatternAutomaton.maximumNFAStates) NFA states)"
+        #expect(outcomes.withLock { $0 } == ["true false", "groups nested deeper than 32", "groups nested deeper than 32", tooLarge, tooLarge])
     }
 
     @Test func patternAutomaton_agreesWithSwiftRegexOnRandomStrings() throws {

@@ -90,8 +90,11 @@ struct JSONReader {
     var position = 0
     var depth = 0
 
-    /// Nesting deeper than this is rejected rather than recursed into.
-    static let maximumDepth = 256
+    /// Nesting deeper than this is rejected rather than recursed into. Reading, rendering and
+    /// comparing content recurse once a level; at 64 levels a debug build reads, renders and
+    /// compares on a 512 KiB thread stack (Apple's secondary threads) with room to spare, where
+    /// 192 overflowed it. Guided content nests at most ``GenerationSchema/nestingLimit`` levels.
+    static let maximumDepth = 64
 
     init(_ bytes: [UInt8], partial: Bool) {
         self.bytes = bytes

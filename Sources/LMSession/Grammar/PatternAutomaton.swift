@@ -34,6 +34,10 @@ struct PatternAutomaton: Sendable {
     /// whose automaton would take longer to build is refused rather than stalling the request.
     /// Fuzzing found `(ab|` + 127 dots + `c)+`: 4,096 states of ~130 NFA states each, 20 s.
     static let maximumConstructionWork = 2_000_000
+    /// States the Thompson construction may make before the pattern is refused. Repetitions
+    /// copy what they repeat, so nested ones multiply: 20 nested `+` would make a million copies
+    /// of the innermost group, three nested `{64}` a quarter of a million, from a few bytes of pattern.
+    static let maximumNFAStates = 8192
 
     init(_ pattern: String) throws {
         var parser = PatternParser(Array(pattern.utf8), pattern: pattern)
@@ -175,6 +179,10 @@ struct NFA {
     }
 
     mutating func build(_ node: PatternNode, pattern: String) throws -> (Int, Int) {
+        guard edges.count <= PatternAutomaton.maximumNFAStates else {
+            throw GenerationSchema.SchemaError.unsupportedPattern(
+                pattern, reason: "its automaton is too large to build (over \(PatternAutomaton.maximumNFAStates) NFA states)")
+        }
         switch node {
         case let .bytes(set):
             let s = add(), e = add()
@@ -277,6 +285,12 @@ struct PatternParser {
     let b: [UInt8]
     let pattern: String
     var i = 0
+    /// Groups open around the current position.
+    var groups = 0
+
+    /// Groups nested deeper than this are refused rather than recursed into (parsing and
+    /// building recurse once a group: 200 nested groups overflowed a 512 KiB stack in a debug build).
+    static let groupDepthLimit = 32
 
     init(_ bytes: [UInt8], pattern: String) {
         b = bytes
@@ -361,6 +375,9 @@ struct PatternParser {
                 guard i + 1 < b.count, b[i + 1] == UInt8(ascii: ":") else { throw fail("lookaround and named groups are not supported") }
                 i += 2
             }
+            groups += 1
+            defer { groups -= 1 }
+            guard groups <= Self.groupDepthLimit else { throw fail("groups nested deeper than \(Self.groupDepthLimit)") }
             let inner = try alternation()
             guard i < b.count, b[i] == UInt8(ascii: ")") else { throw fail("unclosed '('") }
             i += 1
