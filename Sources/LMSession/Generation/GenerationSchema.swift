@@ -105,9 +105,8 @@ public struct GenerationSchema: Sendable, Equatable, CustomDebugStringConvertibl
             guard named.updateValue(d, forKey: name) == nil else { throw SchemaError.duplicateType(schema: name) }
         }
         var budget = Self.valueLimit
-        let node = try root.resolve(named, visiting: [], depth: 1, budget: &budget)
-        if let extent = node.extentProblem { throw extent }   // fixed schemas inside may add depth
-        self.init(root: node)
+        self.init(root: try root.resolve(named, visiting: [], depth: 1, budget: &budget))
+        if let problem { throw problem }   // the limits, passed with fixed schemas inside
     }
 
     static func name(of type: any Any.Type) -> String { String(describing: type) }
