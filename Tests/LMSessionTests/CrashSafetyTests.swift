@@ -24,6 +24,7 @@ struct CrashSafetyTests {
         let directory = URL(fileURLWithPath: try #require(Self.environment[Self.directoryVariable]))
         switch Self.environment[Self.roleVariable] {
         case "prefix":
+            try Self.markStarted(directory)   // (the moments include opening the directory)
             let store = PrefixStore(weights: Self.weights, configuration: .persistent(in: directory))
             let model = Transformer(weights: Self.weights)
             for i in 0... {
@@ -36,6 +37,7 @@ struct CrashSafetyTests {
             let cache = ResponseCache<String>(configuration: .init(directory: directory))
             for i in 0 ..< Self.journalEntriesPerWriter { await cache.invalidate(tag: "writer \(getpid()) tag \(i)") }
         default:
+            try Self.markStarted(directory)
             let cache = ResponseCache<String>(configuration: .init(directory: directory))
             for i in 0... {
                 _ = try await cache.value(for: CacheKey(parts: ["entry \(i)"])) { String(repeating: "answer \(i) ", count: 200) }
@@ -58,13 +60,29 @@ struct CrashSafetyTests {
         return child
     }
 
-    /// Launches the writer, lets it run 10–120 ms, kills it.
+    /// The file beside `directory` a writer creates once it starts writing (outside the directory,
+    /// whose every file the checks account for).
+    static func startMark(_ directory: URL) -> URL { directory.appendingPathExtension("started") }
+
+    static func markStarted(_ directory: URL) throws { try Data().write(to: startMark(directory)) }
+
+    /// Launches the writer, lets it open the directory and write for 10–120 ms (ten times that under a
+    /// sanitizer), kills it. Waiting for its start rather than a fixed start-up time keeps the
+    /// moments in the writing however slowly the process starts (under ThreadSanitizer a fixed 0.3 s
+    /// ended before the first entry in all 25 kills).
     static func killWriter(role: String, directory: URL, rng: inout SeededGenerator) throws {
+        try? FileManager.default.removeItem(at: startMark(directory))
         let child = writer(role: role, directory: directory)
         try child.run()
-        Thread.sleep(forTimeInterval: 0.3 + Double(rng.next() % 110) / 1_000)   // start-up, then a random moment
+        let deadline = Date().addingTimeInterval(60)
+        while !FileManager.default.fileExists(atPath: startMark(directory).path), child.isRunning, Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.002)
+        }
+        // A random moment of the writing; a sanitizer's instrumentation slows the writer about tenfold.
+        Thread.sleep(forTimeInterval: Double(10 + rng.next() % 110) / 1_000 * (isSanitized ? 10 : 1))
         kill(child.processIdentifier, SIGKILL)
         child.waitUntilExit()
+        try? FileManager.default.removeItem(at: startMark(directory))
     }
 
     /// Enough that the two writers fill the journal once between them, so one of them starts a new

@@ -4,7 +4,7 @@ import Foundation
 /// platforms (512 KiB) and waits for it to finish. Under AddressSanitizer or ThreadSanitizer, whose
 /// instrumentation makes every frame larger (both overflowed 512 KiB at the deepest union), the
 /// thread gets four times that.
-func onSmallStack(_ body: @escaping @Sendable () -> Void) {
+public func onSmallStack(_ body: @escaping @Sendable () -> Void) {
     let done = DispatchSemaphore(value: 0)
     let thread = Thread {
         body()
@@ -16,4 +16,4 @@ func onSmallStack(_ body: @escaping @Sendable () -> Void) {
 }
 
 /// Whether the process runs under AddressSanitizer or ThreadSanitizer (a runtime's entry point is loaded).
-let isSanitized = ["__asan_init", "__tsan_init"].contains { (name: String) in dlsym(dlopen(nil, RTLD_NOW), name) != nil }
+public let isSanitized = ["__asan_init", "__tsan_init"].contains { (name: String) in dlsym(dlopen(nil, RTLD_NOW), name) != nil }
