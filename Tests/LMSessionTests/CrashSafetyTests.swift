@@ -32,6 +32,7 @@ struct CrashSafetyTests {
                 try model.forward(Self.sequence(i), cache: cache)
                 store.publish(cache, boundaries: [24])
                 store.flush()
+                if i == 0 { try Self.markWritten(directory) }
             }
         case "journal":
             let cache = ResponseCache<String>(configuration: .init(directory: directory))
@@ -41,6 +42,7 @@ struct CrashSafetyTests {
             let cache = ResponseCache<String>(configuration: .init(directory: directory))
             for i in 0... {
                 _ = try await cache.value(for: CacheKey(parts: ["entry \(i)"])) { String(repeating: "answer \(i) ", count: 200) }
+                if i == 0 { try Self.markWritten(directory) }
             }
         }
     }
@@ -66,23 +68,32 @@ struct CrashSafetyTests {
 
     static func markStarted(_ directory: URL) throws { try Data().write(to: startMark(directory)) }
 
+    /// The file beside `directory` a writer creates once its first entry is stored.
+    static func writtenMark(_ directory: URL) -> URL { directory.appendingPathExtension("written") }
+
+    static func markWritten(_ directory: URL) throws { try Data().write(to: writtenMark(directory)) }
+
     /// Launches the writer, lets it open the directory and write for 10–120 ms (ten times that under a
     /// sanitizer), kills it. Waiting for its start rather than a fixed start-up time keeps the
     /// moments in the writing however slowly the process starts (under ThreadSanitizer a fixed 0.3 s
     /// ended before the first entry in all 25 kills).
     static func killWriter(role: String, directory: URL, rng: inout SeededGenerator) throws {
-        try? FileManager.default.removeItem(at: startMark(directory))
+        // Half the kills come after the writer's first entry is stored, so that whole entries exist
+        // to be checked however slowly the writer runs (on a loaded machine a kill 120 ms after the
+        // start could come before any entry in all 25); the others may come while it opens the store.
+        let mark = rng.next() % 2 == 0 ? startMark(directory) : writtenMark(directory)
+        for old in [startMark(directory), writtenMark(directory)] { try? FileManager.default.removeItem(at: old) }
         let child = writer(role: role, directory: directory)
         try child.run()
         let deadline = Date().addingTimeInterval(60)
-        while !FileManager.default.fileExists(atPath: startMark(directory).path), child.isRunning, Date() < deadline {
+        while !FileManager.default.fileExists(atPath: mark.path), child.isRunning, Date() < deadline {
             Thread.sleep(forTimeInterval: 0.002)
         }
         // A random moment of the writing; a sanitizer's instrumentation slows the writer about tenfold.
         Thread.sleep(forTimeInterval: Double(10 + rng.next() % 110) / 1_000 * (isSanitized ? 10 : 1))
         kill(child.processIdentifier, SIGKILL)
         child.waitUntilExit()
-        try? FileManager.default.removeItem(at: startMark(directory))
+        for old in [startMark(directory), writtenMark(directory)] { try? FileManager.default.removeItem(at: old) }
     }
 
     /// Enough that the two writers fill the journal once between them, so one of them starts a new
