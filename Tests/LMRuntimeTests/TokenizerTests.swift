@@ -31,6 +31,22 @@ struct TokenizerTests {
         }
     }
 
+    /// Merges are looked up by the ids of the pair, so a piece that several ids share must merge
+    /// from each of them: here `<0x64>` is both id 0 and byte `d`'s fallback id, and `ab` is listed twice.
+    @Test func encode_vocabularyWithRepeatedPieces_matchesReferenceLoop() async {
+        var pieces = [Array("<0x64>".utf8), Array("<s>".utf8), Array("</s>".utf8)]
+        pieces += (0 ... 255).map { Array(String(format: "<0x%02X>", $0).utf8) }
+        let merged = ["a", "b", "c", "x", " ", "ab", "bc", "abc", "ab", "<0x64>x", "<0x64>x ", " a", "<0x64>"]
+        pieces += merged.map { Array($0.utf8) }
+        let scores = pieces.indices.map { Float(($0 * 7919) % 31) }   // scores that tie and interleave
+        let tokenizer = Tokenizer(pieces: pieces, scores: scores)
+        #expect(tokenizer.encode("dx", bos: false).contains(Tokenizer.byteOffset + 0x64) == false, "d's fallback merges with x")
+        await propertyCheck(count: 300, input: Gen.element(of: Array("abcdx ")).array(of: 0 ... 24)) { chars in
+            let text = String(chars.compactMap { $0 })
+            #expect(tokenizer.encode(text) == referenceEncode(text, with: tokenizer), "\(text.debugDescription)")
+        }
+    }
+
     @Test func identity_followsWhatIdsMeanNotHowTextEncodes() {
         let t = Fixtures.bundledTokenizer
         #expect(t.identity.count == 16 && t.identity.allSatisfy(\.isHexDigit))

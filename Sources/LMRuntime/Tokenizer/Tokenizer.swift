@@ -32,6 +32,12 @@ public struct Tokenizer: Sendable {
     /// are valid under the other.
     public let identity: String
     private let ids: [[UInt8]: Int]
+    /// The merges by the ids of the pair: `merges[a << 32 | b]` is `ids[pieces[a] + pieces[b]]`
+    /// wherever the vocabulary holds that concatenation, so encoding looks pairs up by two
+    /// integers instead of building and hashing their bytes.
+    private let merges: [UInt64: Int32]
+    /// The id of each one-byte piece (`-1` where the byte has none), for ASCII text.
+    private let byteIDs: [Int32]
 
     /// Number of entries.
     public var vocabSize: Int { pieces.count }
@@ -50,9 +56,24 @@ public struct Tokenizer: Sendable {
         }
         identity = hash.finalize().prefix(8).map { String(format: "%02x", $0) }.joined()
         var ids: [[UInt8]: Int] = [:]
-        for (id, piece) in pieces.enumerated() where ids[piece] == nil { ids[piece] = id }
+        var sharing: [[UInt8]: [Int]] = [:]   // every id of each piece (a vocabulary may repeat one)
+        for (id, piece) in pieces.enumerated() {
+            if ids[piece] == nil { ids[piece] = id }
+            sharing[piece, default: []].append(id)
+        }
+        var merges: [UInt64: Int32] = [:]
+        for (piece, merged) in ids where piece.count > 1 {
+            for split in 1 ..< piece.count {
+                guard let lefts = sharing[Array(piece[..<split])], let rights = sharing[Array(piece[split...])] else { continue }
+                for a in lefts { for b in rights { merges[Self.pair(a, b)] = Int32(merged) } }
+            }
+        }
         self.ids = ids
+        self.merges = merges
+        byteIDs = (0 ... 255).map { Int32(ids[[UInt8($0)]] ?? -1) }
     }
+
+    private static func pair(_ a: Int, _ b: Int) -> UInt64 { UInt64(UInt32(a)) << 32 | UInt64(UInt32(b)) }
 
     /// The id of a piece, if it is in the vocabulary.
     public func id(of piece: String) -> Int? { ids[Array(piece.utf8)] }
@@ -69,13 +90,24 @@ public struct Tokenizer: Sendable {
         var symbols: [Int] = []
         symbols.reserveCapacity(text.utf8.count + 1)
         if !text.isEmpty, let space = ids[[0x20]] { symbols.append(space) }
-        for scalar in text.unicodeScalars {
-            let bytes = Array(String(scalar).utf8)
-            if let id = ids[bytes] {
+        let bytes = Array(text.utf8)
+        var i = 0
+        while i < bytes.count {   // one piece per scalar: a lead byte and its continuation bytes
+            let lead = bytes[i]
+            if lead < 0x80 {
+                let id = byteIDs[Int(lead)]
+                symbols.append(id >= 0 ? Int(id) : Self.byteOffset + Int(lead))
+                i += 1
+                continue
+            }
+            var end = i + 1
+            while end < bytes.count, bytes[end] & 0xC0 == 0x80 { end += 1 }
+            if let id = ids[Array(bytes[i ..< end])] {
                 symbols.append(id)
             } else {
-                symbols.append(contentsOf: bytes.map { Self.byteOffset + Int($0) })
+                symbols.append(contentsOf: bytes[i ..< end].map { Self.byteOffset + Int($0) })
             }
+            i = end
         }
         var out = bos ? [Self.bos] : []
         out += merge(symbols)
@@ -125,7 +157,7 @@ public struct Tokenizer: Sendable {
         var heap = MergeQueue()
         func push(_ left: Int) {
             let right = next[left]
-            guard left >= 0, right < n, let id = ids[pieces[piece[left]] + pieces[piece[right]]] else { return }
+            guard left >= 0, right < n, let id = merges[Self.pair(piece[left], piece[right])].map(Int.init) else { return }
             heap.push(.init(score: scores[id], left: left, leftPiece: piece[left], rightPiece: piece[right], merged: id))
         }
         for i in 0 ..< n - 1 { push(i) }
