@@ -247,4 +247,35 @@ struct LanguageModelSessionTests {
         #expect(ra.content == rb.content && !ra.content.isEmpty)
         #expect(ra.transcriptEntries == rb.transcriptEntries)
     }
+
+    /// Texts are looked up by their bytes: two canonically equivalent spellings are one `String`
+    /// but tokenize differently, and each gets its own ids. The cache never holds more than its
+    /// limit, except for one text longer than the limit alone.
+    @Test func textTokenCache_givesTheTokenizersIdsKeyedByBytesAndStaysBounded() {
+        let cache = TextTokenCache(tokenizer: tokenizer, tokenLimit: 40)
+        let composed = "caf\u{E9} au lait", decomposed = "cafe\u{301} au lait"
+        #expect(composed == decomposed && tokenizer.encode(composed, bos: false) != tokenizer.encode(decomposed, bos: false))
+        for text in [composed, decomposed, composed, decomposed] + Fixtures.trickyTexts + Fixtures.trickyTexts {
+            let ids = cache.tokens(text)
+            #expect(ids == tokenizer.encode(text, bos: false), "\(text.debugDescription)")
+            #expect(cache.counts.tokens <= max(cache.tokenLimit, ids.count))
+        }
+        #expect(cache.counts.hits >= 2 && cache.counts.hits + cache.counts.misses == 4 + 2 * Fixtures.trickyTexts.count)
+    }
+
+    /// Each request renders the whole transcript, but tokenizes only text it has not seen: the
+    /// instructions once, then one new prompt a turn.
+    @Test func respond_tokenizesOnlyTheNewPromptOfEachTurn() async throws {
+        let model = SystemLanguageModel(named: "tiny", prefixStore: .memoryOnly(memoryByteLimit: 0))   // its own counts
+        let session = LanguageModelSession(model: model, instructions: Self.instructions)
+        let texts = try model.loaded().texts
+        for (turn, prompt) in ["How far should I run today?", "And tomorrow?", "What should I eat after it?"].enumerated() {
+            let before = texts.counts
+            _ = try await session.respond(to: prompt, options: short())
+            let after = texts.counts
+            #expect(after.misses - before.misses == (turn == 0 ? 2 : 1), "turn \(turn)")
+            #expect(after.hits - before.hits == (turn == 0 ? 0 : 1 + turn), "turn \(turn): the instructions and the earlier prompts")
+            try await session.expectCacheExact()
+        }
+    }
 }

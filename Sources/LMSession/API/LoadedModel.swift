@@ -19,6 +19,8 @@ public final class LoadedModel: Sendable {
     public let prefixStore: PrefixStore
     /// Compiled schemas and the vocabulary view guided generation uses.
     let grammars: GrammarCache
+    /// Token ids of texts its sessions rendered before.
+    let texts: TextTokenCache
 
     /// Bundles weights and a tokenizer.
     /// - Parameters:
@@ -41,6 +43,7 @@ public final class LoadedModel: Sendable {
         self.name = name ?? weights.config.name
         transformer = Transformer(weights: weights)
         grammars = GrammarCache(tokenizer: tokenizer)
+        texts = TextTokenCache(tokenizer: tokenizer)
         self.prefixStore = PrefixStore(weights: weights, configuration: prefixStore)
     }
 }

@@ -67,8 +67,11 @@ struct PromptRenderer: Sendable {
     /// The tokenizer's asset identifier (`tokenizer:` and its identity), recorded on every
     /// generated response.
     let assetID: String
+    /// Ids of texts rendered before, shared by the model's sessions; `nil` encodes every time.
+    let texts: TextTokenCache?
 
-    init(tokenizer: Tokenizer) {
+    init(tokenizer: Tokenizer, texts: TextTokenCache? = nil) {
+        self.texts = texts
         func marker(_ piece: String, fallback: String) -> [Int] {
             tokenizer.id(of: piece).map { [$0] } ?? tokenizer.encode(fallback, bos: false)
         }
@@ -82,7 +85,7 @@ struct PromptRenderer: Sendable {
         assetID = Self.tokenizerAssetPrefix + tokenizer.identity
     }
 
-    func text(_ s: String) -> [Int] { tokenizer.encode(s, bos: false) }
+    func text(_ s: String) -> [Int] { texts?.tokens(s) ?? tokenizer.encode(s, bos: false) }
 
     /// How a response's ``Transcript/Response/assetIDs`` name the tokenizer its ids are in.
     static let tokenizerAssetPrefix = "tokenizer:"

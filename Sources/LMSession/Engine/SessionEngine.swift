@@ -73,7 +73,7 @@ actor SessionEngine {
         cache = GrowingKVCache(layerCount: c.layerCount, kvDim: c.kvDim, capacity: c.contextLength,
                                chunkPositions: Self.cacheChunk)
         logits = .zeros(rows: 1, cols: c.vocabSize)
-        renderer = PromptRenderer(tokenizer: model.tokenizer)
+        renderer = PromptRenderer(tokenizer: model.tokenizer, texts: model.texts)
     }
 
     nonisolated var contextSize: Int { model.weights.config.contextLength }
