@@ -3,8 +3,8 @@ import Synchronization
 
 /// Per model: the token ids of texts rendered before (instructions, tool definitions, prompts,
 /// tool outputs), so that a request renders its history without tokenizing it again and only
-/// new text is encoded. Every request renders the whole transcript, and before this about
-/// half of what a turn did besides its passes went to tokenizing text it had tokenized before.
+/// new text is encoded. Every request renders the whole transcript; encoding it all again was
+/// most of a turn's own work besides its passes.
 ///
 /// Keyed by the text's UTF-8 bytes, not by the `String`: strings compare equal under canonical
 /// equivalence (`é` as one scalar or as `e` and a combining accent), and those spellings
