@@ -277,5 +277,9 @@ struct LanguageModelSessionTests {
             #expect(after.hits - before.hits == (turn == 0 ? 0 : 1 + turn), "turn \(turn): the instructions and the earlier prompts")
             try await session.expectCacheExact()
         }
+        // Counting what the session sent finds every text too.
+        let before = texts.counts
+        #expect(try await model.tokenCount(for: session.transcript) > 0)
+        #expect(texts.counts.misses == before.misses && texts.counts.hits > before.hits)
     }
 }

@@ -23,17 +23,17 @@ extension LanguageModel {
     public var contextSize: Int { (try? loaded().weights.config.contextLength) ?? 0 }
 
     /// How many tokens `text` takes (without BOS), as a prompt segment would.
-    public func tokenCount(for text: String) throws -> Int { try loaded().tokenizer.encode(text, bos: false).count }
+    public func tokenCount(for text: String) throws -> Int { try renderer().text(text).count }
 
     /// How many tokens a prompt takes where a session renders it: `<|user|> text <|end|>`.
     public func tokenCount(for prompt: Prompt) async throws -> Int {
-        let renderer = PromptRenderer(tokenizer: try loaded().tokenizer)
+        let renderer = try renderer()
         return renderer.user.count + renderer.text(prompt.text).count + 1
     }
 
     /// How many tokens instructions take as the first segment of a request: `BOS <|system|> text <|end|>`.
     public func tokenCount(for instructions: Instructions) async throws -> Int {
-        let renderer = PromptRenderer(tokenizer: try loaded().tokenizer)
+        let renderer = try renderer()
         var out = RenderedPrompt()
         renderer.renderInstructions([.text(instructions.text)], into: &out)
         return out.tokens.count
@@ -41,20 +41,27 @@ extension LanguageModel {
 
     /// How many tokens tool definitions add to the instructions.
     public func tokenCount(for tools: [any Tool]) async throws -> Int {
-        let renderer = PromptRenderer(tokenizer: try loaded().tokenizer)
+        let renderer = try renderer()
         return tools.reduce(0) { $0 + renderer.text(PromptRenderer.describe($1.definition)).count }
     }
 
     /// How many tokens a schema takes where a guided request renders it after its prompt.
     public func tokenCount(for schema: GenerationSchema) async throws -> Int {
-        PromptRenderer(tokenizer: try loaded().tokenizer).schemaTokens(.init(schema: schema)).count
+        try renderer().schemaTokens(.init(schema: schema)).count
     }
 
     /// How many tokens transcript entries take as history.
     public func tokenCount(for entries: some Collection<Transcript.Entry>) async throws -> Int {
-        let renderer = PromptRenderer(tokenizer: try loaded().tokenizer)
+        let renderer = try renderer()
         var out = RenderedPrompt()
         for (i, entry) in entries.enumerated() { renderer.renderEntry(entry, index: i, into: &out) }
         return out.tokens.count
+    }
+
+    /// The renderer sessions on this model use, sharing the ids of texts they rendered: counting a
+    /// transcript a session has sent encodes nothing again, and what it encodes serves the next request.
+    private func renderer() throws -> PromptRenderer {
+        let model = try loaded()
+        return PromptRenderer(tokenizer: model.tokenizer, texts: model.texts)
     }
 }
