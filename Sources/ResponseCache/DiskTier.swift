@@ -2,6 +2,8 @@ import AtomicFiles
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// What the disk tier stores per entry, one JSON file each.
@@ -26,16 +28,29 @@ enum DiskTierError: Error, CustomStringConvertible {
 
 /// One file per entry in a directory of its own, written atomically (``AtomicFile``: temp file,
 /// then renamed), bounded in bytes with oldest-first (least recently used) eviction.
-/// Keeps no index: every count and eviction lists the directory, so processes sharing it (an
-/// app and its extensions) see each other's entries and hold the byte limit together.
+/// Keeps no index: the byte count comes from listing the directory, so processes sharing it (an
+/// app and its extensions) see each other's entries and hold the byte limit together. Between
+/// listings it is carried forward by this tier's own writes and removals, and the directory is
+/// listed again when its modification time shows a change this tier did not make, or when the
+/// count passes the limit; eviction then goes down to ``lowWater``, so a full cache lists its
+/// directory once per sixteenth of the limit written, not on every write.
 final class DiskTier<Value: Codable & Sendable> {
     let directory: URL
     let byteLimit: Int
+    /// What eviction leaves at most: 15/16 of ``byteLimit``.
+    var lowWater: Int { byteLimit - byteLimit / 16 }
     /// What every process sharing the directory invalidated, in order.
     let journal: InvalidationJournal
     private let fm = FileManager.default
     static var suffix: String { ".entry.json" }
     static var temporaryMarker: String { ".tmp-" }
+    /// Bytes of entry files: what the last listing found, plus this tier's writes and removals since.
+    private var tally = 0
+    /// The directory's modification time (ns) after the last listing or this tier's last change
+    /// to it; another one means someone else changed it since (`nil`: list before trusting `tally`).
+    private var lastChange: Int?
+    /// Directory listings so far (tests check that writes under the limit list nothing).
+    private(set) var listings = 0
 
     /// Opens (creating, mode 0700) `directory`; removes temp files whose writer is gone (killed
     /// mid-write), never one another process is writing.
@@ -66,7 +81,7 @@ final class DiskTier<Value: Codable & Sendable> {
         var status = stat()
         guard fstat(handle.fileDescriptor, &status) == 0, let data = try? handle.readToEnd() else { return .success(nil) }
         guard let envelope = try? JSONDecoder().decode(Envelope<Value>.self, from: data), envelope.key.digest == digest else {
-            try? fm.removeItem(at: url)
+            remove(digest)
             return .failure(.corrupt(url.lastPathComponent))
         }
         touch(digest)   // LRU: touched on use
@@ -83,57 +98,115 @@ final class DiskTier<Value: Codable & Sendable> {
     /// Marks `digest`'s file as used now, for the least-recently-used eviction.
     func touch(_ digest: String) { utimes(file(digest).path, nil) }
 
-    /// Writes an entry atomically (``AtomicFile/write(_:to:stem:marker:durable:)``), then evicts the least
-    /// recently used files over the byte limit.
-    /// - Returns: how many files were evicted, and the new file's inode (`nil` when it was evicted
-    ///   at once: larger than the limit allows).
+    /// Writes an entry atomically (``AtomicFile/write(_:to:stem:marker:durable:)``); when the
+    /// byte count then passes the limit, evicts the least recently used files of the directory
+    /// down to ``lowWater``. An entry larger than the limit is not written (and an older file for
+    /// its key is removed): it counts as evicted at once, and the other entries stay.
+    /// - Returns: how many files were evicted, and the new file's inode (`nil` when it was not kept).
     func write(_ envelope: Envelope<Value>) throws -> (evicted: Int, inode: UInt64?) {
         let data = try JSONEncoder().encode(envelope)
+        let digest = envelope.key.digest
+        guard data.count <= byteLimit else {
+            remove(digest)
+            return (1, nil)
+        }
+        let unchanged = isUnchanged(), replaced = size(of: digest) ?? 0
         let written: AtomicFile.Written
         do {
-            written = try AtomicFile.write(data, to: file(envelope.key.digest), stem: envelope.key.digest, marker: Self.temporaryMarker,
+            written = try AtomicFile.write(data, to: file(digest), stem: digest, marker: Self.temporaryMarker,
                                            durable: false)   // a cache: an entry torn by a power loss fails to decode and is removed
         } catch {
             throw DiskTierError.unusable(directory.path, reason: error.description)
         }
-        let evicted = evictOverLimit()
-        return (evicted, inode(envelope.key.digest) == written.inode ? written.inode : nil)
+        tally += written.bytes - replaced
+        lastChange = unchanged ? modified() : nil
+        let evicted = lastChange == nil || tally > byteLimit ? evictOverLimit() : 0
+        return (evicted, inode(digest) == written.inode ? written.inode : nil)
     }
 
-    func remove(_ digest: String) { try? fm.removeItem(at: file(digest)) }
+    /// Removes `digest`'s file, if there is one.
+    func remove(_ digest: String) {
+        let unchanged = isUnchanged()
+        guard let bytes = size(of: digest), unlink(file(digest).path) == 0 else { return }
+        tally -= bytes
+        lastChange = unchanged ? modified() : nil
+    }
 
     /// Every readable entry (corrupt files are skipped; `read` removes them when asked for).
     func envelopes() -> [Envelope<Value>] {
-        entryFiles().compactMap { name in
-            guard let data = fm.contents(atPath: directory.appendingPathComponent(name).path) else { return nil }
+        list().compactMap { entry in
+            guard let data = fm.contents(atPath: directory.appendingPathComponent(entry.name).path) else { return nil }
             return try? JSONDecoder().decode(Envelope<Value>.self, from: data)
         }
     }
 
-    /// Total bytes of entry files.
-    var byteCount: Int { entryFiles().map { size(of: $0) }.reduce(0, +) }
-
-    private func entryFiles() -> [String] {
-        ((try? fm.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.hasSuffix(Self.suffix) }
+    /// Total bytes of entry files (listed again only when the directory changed other than by this tier).
+    var byteCount: Int {
+        if !isUnchanged() { _ = list() }
+        return tally
     }
 
-    private func size(of name: String) -> Int {
-        (try? fm.attributesOfItem(atPath: directory.appendingPathComponent(name).path)[.size] as? Int) ?? 0
+    /// An entry file as listed: its name, size and last use (modification time, ns).
+    private typealias Listed = (name: String, bytes: Int, used: Int)
+
+    /// The directory's entry files, one `fstatat` each; sets the byte count from them.
+    private func list() -> [Listed] {
+        listings += 1
+        let before = modified()
+        var listed: [Listed] = []
+        let descriptor = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if descriptor >= 0 {
+            defer { close(descriptor) }
+            for name in (try? fm.contentsOfDirectory(atPath: directory.path)) ?? [] where name.hasSuffix(Self.suffix) {
+                var status = stat()
+                guard fstatat(descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0, status.st_mode & S_IFMT == S_IFREG else { continue }
+                listed.append((name, Int(status.st_size), Self.nanoseconds(Self.modificationTime(status))))
+            }
+        }
+        tally = listed.reduce(0) { $0 + $1.bytes }
+        lastChange = before
+        return listed
     }
 
-    private func modified(_ name: String) -> Date {
-        (try? fm.attributesOfItem(atPath: directory.appendingPathComponent(name).path)[.modificationDate] as? Date) ?? .distantPast
-    }
-
+    /// Lists the directory and, over the limit, removes the least recently used files until the
+    /// count is at most ``lowWater``.
     private func evictOverLimit() -> Int {
-        var files = entryFiles().map { (name: $0, size: size(of: $0), used: modified($0)) }.sorted { $0.used < $1.used }
-        var total = files.map(\.size).reduce(0, +), evicted = 0
-        while total > byteLimit, !files.isEmpty {
-            let oldest = files.removeFirst()
-            try? fm.removeItem(at: directory.appendingPathComponent(oldest.name))
-            total -= oldest.size
+        let listed = list()
+        guard tally > byteLimit else { return 0 }
+        var evicted = 0
+        for oldest in listed.sorted(by: { $0.used < $1.used }) {
+            if tally <= lowWater { break }
+            let unchanged = isUnchanged()
+            guard unlink(directory.appendingPathComponent(oldest.name).path) == 0 else { continue }
+            tally -= oldest.bytes
+            lastChange = unchanged ? modified() : nil
             evicted += 1
         }
         return evicted
     }
+
+    /// The size of `digest`'s file (`nil`: there is none).
+    private func size(of digest: String) -> Int? {
+        var status = stat()
+        return stat(file(digest).path, &status) == 0 ? Int(status.st_size) : nil
+    }
+
+    /// Whether the directory is as this tier last saw it.
+    private func isUnchanged() -> Bool { lastChange != nil && modified() == lastChange }
+
+    /// The directory's modification time in nanoseconds (`nil`: it cannot be read).
+    private func modified() -> Int? {
+        var status = stat()
+        return stat(directory.path, &status) == 0 ? Self.nanoseconds(Self.modificationTime(status)) : nil
+    }
+
+    private static func modificationTime(_ status: stat) -> timespec {
+        #if canImport(Darwin)
+        status.st_mtimespec
+        #else
+        status.st_mtim
+        #endif
+    }
+
+    private static func nanoseconds(_ time: timespec) -> Int { Int(time.tv_sec) * 1_000_000_000 + Int(time.tv_nsec) }
 }

@@ -1,0 +1,105 @@
+import Foundation
+@testable import ResponseCache
+import Testing
+
+/// The disk tier's byte count and eviction: listed from the directory only when it may be wrong,
+/// and always what the directory holds, whichever tier (process) changed it.
+struct DiskTierByteCountTests {
+    let directory = temporaryDirectory()
+
+    /// What the directory's entry files add up to, listed independently of the tier.
+    func bytesInDirectory() -> Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.hasSuffix(DiskTier<String>.suffix) }
+            .map { (try? FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent($0).path)[.size] as? Int) ?? 0 }
+            .reduce(0, +)
+    }
+
+    func envelope(_ name: String, _ value: String = String(repeating: "v", count: 200)) -> Envelope<String> {
+        Envelope(key: CacheKey(parts: [name]), created: Date(), value: value)
+    }
+
+    /// Another tier's change has to move the directory's modification time past what this one
+    /// recorded; on a file system with coarse time stamps, one tick is a few milliseconds.
+    func nextTick() async throws { try await Task.sleep(for: .milliseconds(20)) }
+
+    @Test func write_underTheLimitListsTheDirectoryOnlyOnce() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let tier = try DiskTier<String>(directory: directory, byteLimit: 1 << 20)
+        for i in 0 ..< 200 {
+            _ = try tier.write(envelope("entry \(i)"))
+            #expect(tier.byteCount == bytesInDirectory())
+        }
+        _ = try tier.write(envelope("entry 7", "replaced by a shorter value"))   // a file replaced counts once
+        #expect(tier.byteCount == bytesInDirectory())
+        tier.remove(CacheKey(parts: ["entry 8"]).digest)
+        #expect(tier.byteCount == bytesInDirectory())
+        #expect(tier.listings == 1)
+    }
+
+    @Test func write_overTheLimitEvictsTheLeastRecentlyUsedDownToTheLowWaterMark() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let perFile = try JSONEncoder().encode(envelope("entry 100")).count   // the longest name written here
+        let tier = try DiskTier<String>(directory: directory, byteLimit: 160 * perFile)
+        var evicted = 0
+        for i in 0 ..< 400 {
+            let written = try tier.write(envelope("entry \(i)"))
+            evicted += written.evicted
+            let held = bytesInDirectory()
+            #expect(tier.byteCount == held)
+            #expect(held <= tier.byteLimit, "after entry \(i)")
+            if written.evicted > 0 { #expect(held <= tier.lowWater, "after entry \(i)") }
+            #expect(written.inode != nil && FileManager.default.fileExists(atPath: directory.appendingPathComponent(
+                CacheKey(parts: ["entry \(i)"]).digest + DiskTier<String>.suffix).path))   // the newest stays
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(DiskTier<String>.suffix) }
+        #expect(files.count + evicted == 400)
+        // A listing once the limit is passed, then one per sixteenth of the limit written (ten
+        // files), not one a write: 240 writes past the first 160.
+        #expect(tier.listings <= 2 + 240 / 9, "\(tier.listings) listings")
+    }
+
+    @Test func write_ofAnEntryLargerThanTheLimitKeepsTheOthers() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let tier = try DiskTier<String>(directory: directory, byteLimit: 4_000)
+        for i in 0 ..< 5 { _ = try tier.write(envelope("entry \(i)")) }
+        let before = bytesInDirectory()
+        #expect(try tier.write(envelope("entry 2", String(repeating: "long ", count: 1_000))) == (1, nil))
+        // The key's older file is gone (it no longer stands for the value), the others stay.
+        #expect(bytesInDirectory() == before - (try JSONEncoder().encode(envelope("entry 2")).count))
+        #expect(tier.byteCount == bytesInDirectory())
+        #expect((try tier.read(CacheKey(parts: ["entry 2"]).digest).get()) == nil)
+        #expect((try tier.read(CacheKey(parts: ["entry 3"]).digest).get())?.envelope.value.count == 200)
+    }
+
+    /// Two tiers on one directory stand for two processes: each one's count follows what the
+    /// other wrote and removed.
+    @Test func byteCount_followsWhatAnotherTierWroteAndRemoved() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let app = try DiskTier<String>(directory: directory, byteLimit: 1 << 20)
+        let widget = try DiskTier<String>(directory: directory, byteLimit: 1 << 20)
+        for i in 0 ..< 3 { _ = try app.write(envelope("app \(i)")) }
+        #expect(app.byteCount == bytesInDirectory())
+        try await nextTick()
+        for i in 0 ..< 2 { _ = try widget.write(envelope("widget \(i)", "short")) }
+        #expect(app.byteCount == bytesInDirectory() && widget.byteCount == bytesInDirectory())
+        try await nextTick()
+        widget.remove(CacheKey(parts: ["app 1"]).digest)
+        #expect(app.byteCount == bytesInDirectory() && widget.byteCount == bytesInDirectory())
+        try await nextTick()
+        _ = try app.write(envelope("app 3"))
+        #expect(app.byteCount == bytesInDirectory() && widget.byteCount == bytesInDirectory())
+    }
+
+    /// Two tiers writing in turns hold one limit for the directory.
+    @Test func write_twoTiersWritingInTurnsHoldTheLimitTogether() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let perFile = try JSONEncoder().encode(envelope("app 10")).count
+        let limit = 12 * perFile
+        let tiers = [try DiskTier<String>(directory: directory, byteLimit: limit), try DiskTier<String>(directory: directory, byteLimit: limit)]
+        for i in 10 ..< 50 {
+            _ = try tiers[i % 2].write(envelope("\(i % 2 == 0 ? "app" : "widget") \(i)"))
+            #expect(bytesInDirectory() <= limit, "after write \(i)")
+            try await nextTick()
+        }
+    }
+}
