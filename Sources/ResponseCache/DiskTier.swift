@@ -13,6 +13,12 @@ struct Envelope<Value: Codable & Sendable>: Codable, Sendable {
     var value: Value
 }
 
+/// An envelope's key and creation time, decoded without its value.
+private struct EnvelopeHeader: Decodable {
+    var key: CacheKey
+    var created: Date
+}
+
 /// Errors of the disk tier (reported in metrics; the cache keeps working from memory).
 enum DiskTierError: Error, CustomStringConvertible {
     case unusable(String, reason: String)
@@ -132,12 +138,25 @@ final class DiskTier<Value: Codable & Sendable> {
         lastChange = unchanged ? modified() : nil
     }
 
-    /// Every readable entry (corrupt files are skipped; `read` removes them when asked for).
-    func envelopes() -> [Envelope<Value>] {
-        list().compactMap { entry in
-            guard let data = fm.contents(atPath: directory.appendingPathComponent(entry.name).path) else { return nil }
-            return try? JSONDecoder().decode(Envelope<Value>.self, from: data)
+    /// Removes every entry file whose key and creation time `matches` accepts, reading only
+    /// those two from each (corrupt files are left for `read` to remove when asked for), or every
+    /// entry file, unread, when `matches` is `nil`.
+    /// - Returns: how many files were removed.
+    func removeAll(where matches: ((_ key: CacheKey, _ created: Date) -> Bool)?) -> Int {
+        let decoder = JSONDecoder()
+        var removed = 0
+        for entry in list() {
+            let path = directory.appendingPathComponent(entry.name).path
+            if let matches {
+                guard let data = fm.contents(atPath: path), let header = try? decoder.decode(EnvelopeHeader.self, from: data),
+                      matches(header.key, header.created) else { continue }
+            }
+            guard unlink(path) == 0 else { continue }
+            tally -= entry.bytes
+            removed += 1
         }
+        lastChange = nil   // list again before the count is trusted: others may have written meanwhile
+        return removed
     }
 
     /// Total bytes of entry files (listed again only when the directory changed other than by this tier).

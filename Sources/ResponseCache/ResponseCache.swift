@@ -315,9 +315,7 @@ public actor ResponseCache<Value: Codable & Sendable> {
             disk?.remove(digest)
         } else {
             memory.removeAll { scope.matches($0.key) }
-            if let disk {
-                for envelope in disk.envelopes() where scope.matches(envelope.key) { disk.remove(envelope.key.digest) }
-            }
+            _ = disk?.removeAll(where: scope == .all ? nil : { key, _ in scope.matches(key) })
         }
         metrics.bytesOnDisk = disk?.byteCount ?? 0
         abandonFlights(where: scope.matches)
@@ -348,10 +346,9 @@ public actor ResponseCache<Value: Codable & Sendable> {
         let cutoff = clock.now.addingTimeInterval(-days * 86_400)
         memory.removeAll { $0.created < cutoff }
         guard let disk else { return 0 }
-        let old = disk.envelopes().filter { $0.created < cutoff }
-        for envelope in old { disk.remove(envelope.key.digest) }
-        metrics.evictions += old.count
+        let removed = disk.removeAll { _, created in created < cutoff }
+        metrics.evictions += removed
         metrics.bytesOnDisk = disk.byteCount
-        return old.count
+        return removed
     }
 }

@@ -71,6 +71,23 @@ struct DiskTierByteCountTests {
         #expect((try tier.read(CacheKey(parts: ["entry 3"]).digest).get())?.envelope.value.count == 200)
     }
 
+    @Test func removeAll_takesWhatMatchesByKeyAndCreationAndKeepsTheCount() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let tier = try DiskTier<String>(directory: directory, byteLimit: 1 << 20)
+        let start = Date()
+        for i in 0 ..< 12 {
+            _ = try tier.write(Envelope(key: CacheKey(parts: ["entry \(i)"], tags: i % 3 == 0 ? ["third"] : []),
+                                        created: start.addingTimeInterval(Double(i)), value: "value \(i)"))
+        }
+        #expect(tier.removeAll { key, _ in key.tags.contains("third") } == 4)
+        #expect(tier.byteCount == bytesInDirectory())
+        #expect(tier.removeAll { _, created in created < start.addingTimeInterval(6) } == 4)   // 1, 2, 4, 5
+        #expect(tier.byteCount == bytesInDirectory())
+        #expect((try tier.read(CacheKey(parts: ["entry 7"]).digest).get())?.envelope.value == "value 7")
+        #expect(tier.removeAll(where: nil) == 4)
+        #expect(tier.byteCount == 0 && bytesInDirectory() == 0)
+    }
+
     /// Two tiers on one directory stand for two processes: each one's count follows what the
     /// other wrote and removed.
     @Test func byteCount_followsWhatAnotherTierWroteAndRemoved() async throws {
