@@ -14,8 +14,14 @@ struct MemoryTier<Value: Sendable> {
 
     let entryLimit: Int
     let byteLimit: Int
-    private var entries: [String: Entry] = [:]
-    private var order: [String] = []   // least recently used first
+    /// Each entry with the stamp of its last use.
+    private var entries: [String: (entry: Entry, used: UInt64)] = [:]
+    /// Uses in order, least recent first from `head`; a use is current while its stamp is its
+    /// entry's, so touching or removing an entry leaves its earlier uses behind to be skipped
+    /// (and compacted away once they outnumber the entries), and every operation is O(1) amortised.
+    private var uses: [(digest: String, stamp: UInt64)] = []
+    private var head = 0
+    private var stamp: UInt64 = 0
     private(set) var bytes = 0
 
     init(entryLimit: Int, byteLimit: Int) {
@@ -24,19 +30,19 @@ struct MemoryTier<Value: Sendable> {
     }
 
     mutating func get(_ digest: String) -> Entry? {
-        guard let entry = entries[digest] else { return nil }
-        touch(digest)
+        guard let entry = entries[digest]?.entry else { return nil }
+        use(digest)
         return entry
     }
 
     /// Inserts (or replaces) an entry; returns how many entries were evicted.
     mutating func put(_ entry: Entry) -> Int {
         remove(entry.key.digest)
-        entries[entry.key.digest] = entry
-        order.append(entry.key.digest)
+        entries[entry.key.digest] = (entry, 0)
+        use(entry.key.digest)
         bytes += entry.bytes
         var evicted = 0
-        while entries.count > entryLimit || (bytes > byteLimit && entries.count > 1), let oldest = order.first {
+        while entries.count > entryLimit || (bytes > byteLimit && entries.count > 1), let oldest = leastRecentlyUsed() {
             remove(oldest)
             evicted += 1
         }
@@ -45,23 +51,39 @@ struct MemoryTier<Value: Sendable> {
 
     /// Records which disk file (inode) holds `digest`'s value, and when it was last marked as used.
     mutating func setFile(_ digest: String, _ file: (inode: UInt64, touched: Date)?) {
-        entries[digest]?.file = file
+        entries[digest]?.entry.file = file
     }
 
     mutating func remove(_ digest: String) {
-        guard let entry = entries.removeValue(forKey: digest) else { return }
-        bytes -= entry.bytes
-        order.removeAll { $0 == digest }
+        guard let removed = entries.removeValue(forKey: digest) else { return }
+        bytes -= removed.entry.bytes
     }
 
     mutating func removeAll(where predicate: (Entry) -> Bool) {
-        for (digest, entry) in entries where predicate(entry) { remove(digest) }
+        for (digest, held) in entries where predicate(held.entry) { remove(digest) }
     }
 
     var count: Int { entries.count }
 
-    private mutating func touch(_ digest: String) {
-        order.removeAll { $0 == digest }
-        order.append(digest)
+    /// The digests held, least recently used first (tests).
+    var digestsByUse: [String] { uses[head...].filter { entries[$0.digest]?.used == $0.stamp }.map(\.digest) }
+
+    private mutating func use(_ digest: String) {
+        stamp += 1
+        entries[digest]?.used = stamp
+        uses.append((digest, stamp))
+        if uses.count - head > 2 * entries.count + 64 || head > max(64, uses.count / 2) {   // drop uses no entry stands at
+            uses = uses[head...].filter { entries[$0.digest]?.used == $0.stamp }
+            head = 0
+        }
+    }
+
+    private mutating func leastRecentlyUsed() -> String? {
+        while head < uses.count {
+            let use = uses[head]
+            if entries[use.digest]?.used == use.stamp { return use.digest }
+            head += 1
+        }
+        return nil
     }
 }
