@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "ResponseCache", dependencies: ["AtomicFiles", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "KVScenarios", dependencies: ["LMSession", "LMRuntime", "ResponseCache"]),
         // Fuzzing: the entry points (replayed by the tests), libFuzzer's weak bridge, and the driver.
-        .target(name: "FuzzTargets", dependencies: ["LMRuntime", "LMSession", "ResponseCache"]),
+        .target(name: "FuzzTargets", dependencies: ["LMRuntime", "LMSession", "ResponseCache", "LMTestSupport"]),
         .target(name: "CFuzzShim"),
         .executableTarget(name: "kvfuzz", dependencies: ["FuzzTargets", "CFuzzShim"], path: "Fuzz/kvfuzz"),
         .executableTarget(

@@ -1,6 +1,7 @@
 import Foundation
 import LMRuntime
 import LMSession
+import LMTestSupport
 import ResponseCache
 
 /// The parsers and file formats the package reads, each behind one entry point that takes any
@@ -10,7 +11,7 @@ import ResponseCache
 public enum FuzzTarget: String, CaseIterable, Sendable {
     /// A llama2.c checkpoint file (header, then tensors).
     case checkpoint
-    /// A llama2.c `tokenizer.bin`; a loaded one also encodes and decodes a text.
+    /// A llama2.c `tokenizer.bin`; a loaded one encodes texts (which must give llama2.c's tokens) and decodes them.
     case tokenizer
     /// A model config (JSON), validated and costed.
     case config
@@ -71,8 +72,14 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     static func tokenizer(_ data: Data) {
         guard let tokenizer = try? Tokenizer(serialized: data, vocabSize: nil, path: "fuzz.bin") else { return }
-        let ids = tokenizer.encode("Fuzzing: naïve café, 日本語 🙂 1234.")
-        _ = tokenizer.decode(ids)
+        // The oracle is llama2.c's merge loop as the tests transcribe it, on a fixed text, on the
+        // vocabulary's first pieces run together, and on the input's last bytes.
+        let pieces = tokenizer.pieces.prefix(24).reduce(into: [UInt8]()) { $0 += $1 }
+        for text in ["Fuzzing: naïve café, 日本語 🙂 1234.", String(decoding: pieces, as: UTF8.self), String(decoding: data.suffix(48), as: UTF8.self)] {
+            let ids = tokenizer.encode(text)
+            precondition(ids == referenceEncode(text, with: tokenizer), "encode(\(Array(text.utf8))) is not llama2.c's loop's")
+            _ = tokenizer.decode(ids)
+        }
         _ = tokenizer.serialized()
     }
 

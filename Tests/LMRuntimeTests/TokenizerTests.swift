@@ -47,6 +47,22 @@ struct TokenizerTests {
         }
     }
 
+    /// An empty piece (here at d's byte-fallback id, so that text reaches it) merges with any
+    /// neighbour, itself included, as llama2.c's loop merges any two pieces whose bytes run
+    /// together into a piece.
+    @Test func encode_vocabularyWithAnEmptyPiece_matchesReferenceLoop() async {
+        var pieces = [Array("<unk>".utf8), Array("<s>".utf8), Array("</s>".utf8)]
+        pieces += (0 ... 255).map { $0 == 0x64 ? [] : Array(String(format: "<0x%02X>", $0).utf8) }
+        pieces += ["a", "b", "c", "x", " ", "ab", "bc", "abc", " a", ""].map { Array($0.utf8) }
+        let scores = pieces.indices.map { Float(($0 * 7919) % 31) }
+        let tokenizer = Tokenizer(pieces: pieces, scores: scores)
+        #expect(tokenizer.encode("dd", bos: false) != [Tokenizer.byteOffset + 0x64, Tokenizer.byteOffset + 0x64])
+        await propertyCheck(count: 300, input: Gen.element(of: Array("abcdx ")).array(of: 0 ... 24)) { chars in
+            let text = String(chars.compactMap { $0 })
+            #expect(tokenizer.encode(text) == referenceEncode(text, with: tokenizer), "\(text.debugDescription)")
+        }
+    }
+
     @Test func identity_followsWhatIdsMeanNotHowTextEncodes() {
         let t = Fixtures.bundledTokenizer
         #expect(t.identity.count == 16 && t.identity.allSatisfy(\.isHexDigit))

@@ -62,8 +62,11 @@ public struct Tokenizer: Sendable {
             sharing[piece, default: []].append(id)
         }
         var merges: [UInt64: Int32] = [:]
-        for (piece, merged) in ids where piece.count > 1 {
-            for split in 1 ..< piece.count {
+        // A vocabulary with an empty piece also merges it with any piece, as llama2.c's loop
+        // (which looks up the two pieces' bytes run together) does: splits at both ends.
+        let ends = sharing[[]] == nil ? 0 : 1
+        for (piece, merged) in ids where ends == 1 || piece.count > 1 {
+            for split in 1 - ends ..< piece.count + ends {
                 guard let lefts = sharing[Array(piece[..<split])], let rights = sharing[Array(piece[split...])] else { continue }
                 for a in lefts { for b in rights { merges[Self.pair(a, b)] = Int32(merged) } }
             }
