@@ -190,6 +190,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     static func gguf(_ data: Data) {
         guard let file = try? GGUFFile(data: data) else { return }
         let tokenizer = try? Tokenizer(gguf: file)
+        if let tokenizer {
+            let text = "Fuzz: naïve 日本 🙂"
+            precondition(tokenizer.encode(text) == referenceEncode(text, with: tokenizer), "a GGUF vocabulary's encoding is not llama2.c's loop's")
+        }
         guard let weights = try? ModelWeights.gguf(data: data, memoryLimit: ggufMemoryLimit),
               weights.config.parameterCount <= 1 << 16 else { return }
         let model = Transformer(weights: weights)
