@@ -85,7 +85,9 @@ final class DiskTier<Value: Codable & Sendable> {
         guard let handle = FileHandle(forReadingAtPath: url.path) else { return .success(nil) }
         defer { try? handle.close() }
         var status = stat()
-        guard fstat(handle.fileDescriptor, &status) == 0, let data = try? handle.readToEnd() else { return .success(nil) }
+        guard fstat(handle.fileDescriptor, &status) == 0 else { return .success(nil) }
+        let data: Data
+        do { data = try handle.readToEnd() ?? Data() } catch { return .success(nil) }   // empty (torn) is corrupt; a read error a miss
         guard let envelope = try? JSONDecoder().decode(Envelope<Value>.self, from: data), envelope.key.digest == digest else {
             remove(digest)
             return .failure(.corrupt(url.lastPathComponent))

@@ -39,7 +39,7 @@ struct DiskTierTests {
         }
     }
 
-    @Test(arguments: ["truncated", "garbled"])
+    @Test(arguments: ["truncated", "garbled", "empty"])
     func corruptEntry_isAMissRemovedAndReportedOthersUnaffected(kind: String) async throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let good = CacheKey(parts: ["good"]), bad = CacheKey(parts: ["bad"]), generate = Generator()
@@ -48,7 +48,7 @@ struct DiskTierTests {
         _ = try await writer.value(for: bad) { try await generate("bad") }
         let file = try #require(entryFiles().first { $0.lastPathComponent.hasPrefix(bad.digest) })
         let data = try Data(contentsOf: file)
-        try (kind == "truncated" ? data.prefix(data.count / 2) : Data("{not json at all".utf8)).write(to: file)
+        try ["truncated": data.prefix(data.count / 2), "garbled": Data("{not json at all".utf8), "empty": Data()][kind]!.write(to: file)
         let reader = ResponseCache<String>(configuration: .init(directory: directory))
         let answer = try await reader.value(for: bad, policy: .cacheOnly) { "" }
         #expect(answer.origin == .none)
