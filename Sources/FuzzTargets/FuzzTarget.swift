@@ -94,6 +94,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     static func transcript(_ data: Data) {
         guard let transcript = try? JSONDecoder().decode(Transcript.self, from: data) else { return }
+        // Saving what was loaded and loading it again gives it back.
+        let saved = try? JSONEncoder().encode(transcript)
+        precondition(saved.flatMap { try? JSONDecoder().decode(Transcript.self, from: $0) } == transcript, "a transcript does not survive saving")
         let session = LanguageModelSession(model: tiny, transcript: transcript)
         let done = DispatchSemaphore(value: 0)
         Task {
@@ -101,6 +104,11 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             done.signal()
         }
         done.wait()
+        // Answered or refused, the session keeps every entry it was given, in order (after the
+        // instructions entry it puts first when the transcript has none).
+        func isInstructions(_ entry: Transcript.Entry?) -> Bool { if case .instructions = entry { true } else { false } }
+        let kept = session.transcript.entries.dropFirst(isInstructions(transcript.first) ? 0 : 1)
+        precondition(Array(kept.prefix(transcript.count)) == transcript.entries, "the session lost or changed a loaded entry")
     }
 
     static func responseCacheEntry(_ data: Data) {
@@ -110,11 +118,26 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         guard (try? data.write(to: directory.appendingPathComponent(key.digest + ".entry.json"))) != nil else { return }
         let cache = ResponseCache<String>(configuration: .init(directory: directory))
         let done = DispatchSemaphore(value: 0)
+        let answer = Locked<CacheAnswer<String>?>(nil)
         Task {
-            _ = try? await cache.value(for: key, policy: .cacheOnly) { "" }
+            let found = try? await cache.value(for: key, policy: .cacheOnly) { "" }
+            answer.withLock { $0 = found }
             done.signal()
         }
         done.wait()
+        // A file that is a whole entry for the key answers with its value; any other is a miss,
+        // and is removed.
+        struct Entry: Decodable { var key: CacheKey; var created: Date; var value: String }
+        let entry = (try? JSONDecoder().decode(Entry.self, from: data)).flatMap { $0.key.digest == key.digest ? $0 : nil }
+        let file = directory.appendingPathComponent(key.digest + ".entry.json")
+        let found = answer.withLock { $0 }
+        if let entry {
+            precondition(found?.origin == .disk && found?.value == entry.value, "a whole entry was not answered from disk")
+        } else {
+            precondition(found?.origin == CacheAnswer<String>.Origin.none, "a file that is no entry was answered")
+            precondition(!FileManager.default.fileExists(atPath: file.path), "a file that is no entry was left")
+        }
+        try? FileManager.default.removeItem(at: file)
     }
 
     static func invalidationJournal(_ data: Data) {

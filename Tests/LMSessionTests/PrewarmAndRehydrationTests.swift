@@ -135,6 +135,43 @@ struct PrewarmAndRehydrationTests {
         #expect(Transcript.Response(assetIDs: [], segments: [.text(.init(content: "a")), .text(.init(content: "b"))]).text == "a\nb")
     }
 
+    /// A saved transcript may come from anywhere: ids outside the vocabulary are not the model's,
+    /// so the entry renders its text and the session answers (before, every request was refused).
+    @Test func responseAndToolCalls_idsOutsideTheVocabularyRenderTheirText() async throws {
+        let renderer = PromptRenderer(tokenizer: tokenizer)
+        let text = "Walk the riverside."
+        for ids in [[300, tokenizer.vocabSize, 302], [300, -1], []] {
+            var out = RenderedPrompt()
+            renderer.renderEntry(.response(.init(text: text, tokenIDs: ids, assetIDs: [])), index: 0, into: &out)
+            #expect(Array(out.tokens.dropFirst(renderer.assistant.count).dropLast()) == tokenizer.encode(text, bos: false), "\(ids)")
+        }
+        let calls = [Transcript.ToolCall(toolName: "weather", arguments: GeneratedContent(properties: ["city": "Lisbon"]))]
+        var out = RenderedPrompt()
+        renderer.renderEntry(.toolCalls(.init(calls: calls, tokenIDs: [1, 1 << 40])), index: 0, into: &out)
+        #expect(Array(out.tokens.dropFirst(renderer.assistant.count))
+            == [renderer.toolCall!] + tokenizer.encode(#"weather {"city":"Lisbon"}"#, bos: false) + [renderer.end])
+        let transcript = Transcript(entries: [.instructions(.init(texts: ["Be brief."])), .prompt(.init(text: "Hi.")),
+                                              .response(.init(text: text, tokenIDs: [1171, 347_133], assetIDs: []))])
+        let session = LanguageModelSession(model: tinyModel, transcript: transcript)
+        let response = try await session.respond(to: "And Sunday?", options: short())
+        #expect(response.transcriptEntries.count == 2 && session.transcript.history.count == 4)
+        try await session.expectCacheExact()
+    }
+
+    /// The instructions are in the transcript from the start: a restored transcript read back
+    /// before any request is the one restored (entry ids included), and a session's own
+    /// instructions keep their entry (and id) across requests that resolve them unchanged.
+    @Test func transcript_holdsItsInstructionsBeforeAnyRequest() async throws {
+        let saved = try await savedTranscript()
+        let restored = LanguageModelSession(model: tinyModel, transcript: saved)
+        #expect(restored.transcript == saved && restored.transcript.map(\.id) == saved.map(\.id))
+        let session = LanguageModelSession(model: tinyModel, tools: [WeatherTool()], instructions: Self.instructions)
+        guard case let .instructions(first)? = session.transcript.first else { Issue.record("no instructions"); return }
+        #expect(first.texts == [Self.instructions] && first.toolDefinitions.map(\.name) == ["weather"])
+        _ = try await session.respond(to: "Hi.", options: short())
+        #expect(session.transcript.first?.id == first.id && session.transcript.first == .instructions(first))
+    }
+
     @Test func toolCallsEntry_idsOfAnotherTokenizerRenderAsTheCallsText() throws {
         let renderer = PromptRenderer(tokenizer: tokenizer)
         let calls = [Transcript.ToolCall(toolName: "weather", arguments: GeneratedContent(properties: ["city": "Lisbon"]))]

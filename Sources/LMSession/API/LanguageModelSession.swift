@@ -46,10 +46,11 @@ public final class LanguageModelSession: Sendable, Observable {
         try registrar.withMutation(of: self, keyPath: keyPath) { try state.withLock { try body(&$0) } }
     }
 
-    init(model: any LanguageModel, source: AnyDynamicProfile, history: [Transcript.Entry]) {
+    init(model: any LanguageModel, source: AnyDynamicProfile, history: [Transcript.Entry],
+         instructions: Transcript.Instructions = .init(texts: [])) {
         languageModel = model
         self.source = source
-        state = Locked(State(history: history))
+        state = Locked(State(instructions: instructions, history: history))
     }
 
     // MARK: Creating a session
@@ -62,7 +63,8 @@ public final class LanguageModelSession: Sendable, Observable {
     public convenience init(model: any LanguageModel = SystemLanguageModel.default, tools: [any Tool] = [],
                             instructions: Instructions? = nil) {
         let texts = instructions.map { [$0.text] } ?? []
-        self.init(model: model, source: Self.fixed(texts: texts, tools: tools), history: [])
+        self.init(model: model, source: Self.fixed(texts: texts, tools: tools), history: [],
+                  instructions: .init(texts: texts, toolDefinitions: tools.map(\.definition)))
     }
 
     /// A session with fixed instructions given as a string.
@@ -84,9 +86,10 @@ public final class LanguageModelSession: Sendable, Observable {
     /// ``prewarm(promptPrefix:)`` ran first.
     public convenience init(model: any LanguageModel = SystemLanguageModel.default, tools: [any Tool] = [],
                             transcript: Transcript) {
-        var texts: [String] = []
-        if case let .instructions(i) = transcript.entries.first { texts = i.texts }
-        self.init(model: model, source: Self.fixed(texts: texts, tools: tools), history: transcript.history)
+        var loaded = Transcript.Instructions(texts: [], toolDefinitions: tools.map(\.definition))
+        if case let .instructions(i) = transcript.entries.first { loaded = i }
+        self.init(model: model, source: Self.fixed(texts: loaded.texts, tools: tools), history: transcript.history,
+                  instructions: loaded)
     }
 
     /// A session driven by a dynamic profile, re-resolved before every request.
@@ -120,7 +123,9 @@ public final class LanguageModelSession: Sendable, Observable {
         return state.withLock { $0.isResponding }
     }
 
-    /// The instructions (as last resolved) followed by every prompt, tool call and response.
+    /// The instructions followed by every prompt, tool call and response. The instructions are
+    /// the session's own from the start (a rehydrated session's, the loaded entry itself), and
+    /// a dynamic profile's as its last request resolved them (empty before the first).
     ///
     /// Settable: the new transcript's entries after its leading instructions become the
     /// history (the instructions come from the session's own instructions or profile). The

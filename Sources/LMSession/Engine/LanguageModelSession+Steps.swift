@@ -71,7 +71,9 @@ extension LanguageModelSession {
         try changing(\.transcript) { state in
             state.usage = state.usage + usage
             guard state.transcriptVersion == version else { throw Error.transcriptMutationWhileResponding }
-            state.instructions = .init(texts: texts, toolDefinitions: tools)
+            if state.instructions.texts != texts || state.instructions.toolDefinitions != tools {   // else it keeps its id
+                state.instructions = .init(texts: texts, toolDefinitions: tools)
+            }
             state.history += added
         }
     }

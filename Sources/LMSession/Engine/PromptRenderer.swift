@@ -118,10 +118,8 @@ struct PromptRenderer: Sendable {
             out.append(user + text(p.text) + [end] + schemaTokens(p.responseFormat), as: segment)
         case let .response(r):
             // The tokens it was generated as; a response known only by its text, or whose ids
-            // another tokenizer wrote, renders the text.
-            let ids = readsIDs(of: r.assetIDs) ? r.tokenIDs : []
-            let tokens = ids.isEmpty ? text(r.text) : ids
-            out.append(assistant + tokens + [end], as: segment)
+            // another tokenizer wrote or are not all in this vocabulary, renders the text.
+            out.append(assistant + (usable(r.tokenIDs, assetIDs: r.assetIDs) ?? text(r.text)) + [end], as: segment)
         case let .toolCalls(calls):
             out.append(assistant + calls.tokenIDs(self), as: segment)
         case let .toolOutput(o):
@@ -180,13 +178,20 @@ extension PromptRenderer {
     func readsIDs(of assetIDs: [String]) -> Bool {
         !assetIDs.contains { $0.hasPrefix(Self.tokenizerAssetPrefix) } || assetIDs.contains(assetID)
     }
+
+    /// `ids` when this tokenizer may have written them (``readsIDs(of:)``) and every one is in its
+    /// vocabulary (a saved transcript may come from anywhere), else `nil`: the entry renders its text.
+    func usable(_ ids: [Int]?, assetIDs: [String]) -> [Int]? {
+        guard let ids, !ids.isEmpty, readsIDs(of: assetIDs), ids.allSatisfy({ 0 <= $0 && $0 < tokenizer.vocabSize }) else { return nil }
+        return ids
+    }
 }
 
 extension Transcript.ToolCalls {
     /// The tokens of the calls: the ids they were generated as when this model's tokenizer
     /// wrote them, else `<|tool_call|> name arguments <|end|>` per call.
     func tokenIDs(_ renderer: PromptRenderer) -> [Int] {
-        if let tokenIDs, renderer.readsIDs(of: assetIDs) { return tokenIDs }
+        if let ids = renderer.usable(tokenIDs, assetIDs: assetIDs) { return ids }
         return calls.flatMap {
             (renderer.toolCall.map { [$0] } ?? []) + renderer.text("\($0.toolName) \($0.arguments.jsonString)") + [renderer.end]
         }
