@@ -85,6 +85,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     static func config(_ data: Data) {
         guard let config = try? JSONDecoder().decode(ModelConfig.self, from: data), (try? config.validate()) != nil else { return }
+        let saved = try? JSONEncoder().encode(config)
+        precondition(saved.flatMap { try? JSONDecoder().decode(ModelConfig.self, from: $0) } == config, "a config does not survive saving")
         _ = config.resourceEstimate()
         _ = try? config.checkResources(limit: memoryLimit)
     }
@@ -147,13 +149,19 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let cache = ResponseCache<String>(configuration: .init(directory: directory))
         guard (try? data.write(to: directory.appendingPathComponent(".invalidations"))) != nil else { return }
         let done = DispatchSemaphore(value: 0)
+        let answers = Locked<[CacheAnswer<String>?]>([])
         Task {
-            _ = try? await cache.value(for: key, policy: .generateIgnoringCache) { "fuzz" }   // reads it twice
-            await cache.invalidate(tag: "fuzz")                                               // appends or replaces
-            _ = try? await cache.value(for: key, policy: .cacheOnly) { "" }                  // follows it
+            let generated = try? await cache.value(for: key, policy: .generateIgnoringCache) { "fuzz" }   // reads it twice
+            await cache.invalidate(tag: "fuzz")                                                           // appends or replaces
+            let after = try? await cache.value(for: key, policy: .cacheOnly) { "" }                      // follows it
+            answers.withLock { $0 = [generated, after] }
             done.signal()
         }
         done.wait()
+        // Whatever the journal held, the generation answers, and after the invalidation nothing does.
+        let (generated, after) = answers.withLock { ($0[0], $0[1]) }
+        precondition(generated?.origin == .generated && generated?.value == "fuzz", "the generation did not answer")
+        precondition(after?.origin == CacheAnswer<String>.Origin.none, "an invalidated entry was answered")
     }
 
     /// The model and tokens a prefix-store input is read for (the seed files were written for
