@@ -80,7 +80,7 @@ extension FuzzTarget {
 
     /// Traps unless `cache`'s rows equal `fresh`'s within a small relative tolerance (the two
     /// came from passes over different batches, so their sums may round differently).
-    private static func checkRows(_ cache: GrowingKVCache, against fresh: GrowingKVCache) {
+    static func checkRows(_ cache: GrowingKVCache, against fresh: GrowingKVCache) {
         for layer in 0 ..< cache.layerCount {
             for (mine, theirs) in [(cache.keys(layer: layer), fresh.keys(layer: layer)), (cache.values(layer: layer), fresh.values(layer: layer))] {
                 for row in 0 ..< cache.count {

@@ -170,6 +170,13 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     static let storeWeights = try? ModelWeights.synthetic(
         ModelConfig(name: "fuzz", dim: 16, hiddenDim: 32, layerCount: 2, headCount: 2, kvHeadCount: 1, vocabSize: 300,
                     contextLength: 512, weights: .synthetic(seed: 1)), seed: 1)
+    /// ``storeTokens`` prefilled from scratch, the rows every restore is checked against; only read
+    /// once made (lazily, once, by Swift's static initialisation), so sharing it is safe.
+    nonisolated(unsafe) static let storeFresh: GrowingKVCache? = storeWeights.flatMap { weights in
+        let cache = GrowingKVCache(layerCount: weights.config.layerCount, kvDim: weights.config.kvDim,
+                                   capacity: weights.config.contextLength)
+        return (try? Transformer(weights: weights).forward(storeTokens, cache: cache)).map { _ in cache }
+    }
     /// The tokens the prefix-store seed files were written for (their key names the file).
     public static let storeTokens = (0 ..< 300).map { 1 + $0 % 250 }
     static let storeFingerprint = storeWeights.map(ModelFingerprint.init)
@@ -194,6 +201,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                                 configuration: .persistent(in: directory))
         let cache = GrowingKVCache(layerCount: c.layerCount, kvDim: c.kvDim, capacity: c.contextLength)
         let restored = store.restore(into: cache, tokens: storeTokens + [1], boundaries: [storeTokens.count])
+        // Whatever a file restores must be what a prefill computes: a file that passes the checks
+        // but holds other rows would be a cache that answers wrongly.
+        if let fresh = storeFresh { checkRows(cache, against: fresh) }
         return (restored.fromDisk, store.statistics.diskBytesMapped)
     }
 
