@@ -67,7 +67,17 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     }()
 
     static func checkpoint(_ data: Data) {
-        _ = try? ModelWeights.checkpoint(data: data, path: "fuzz.bin", memoryLimit: memoryLimit)
+        guard let weights = try? ModelWeights.checkpoint(data: data, path: "fuzz.bin", memoryLimit: memoryLimit),
+              weights.config.parameterCount <= 1 << 16 else { return }
+        // Converted to GGUF (as `kvbench convert` does) and read back, a small model computes the
+        // same logits, bit for bit (NaNs included: the weights are the fuzzer's).
+        let converted = try? ModelWeights.gguf(data: weights.ggufData(), memoryLimit: memoryLimit)
+        precondition(converted != nil, "a loaded checkpoint does not read back from its GGUF")
+        func logits(_ w: ModelWeights) -> [UInt32]? {
+            let model = Transformer(weights: w)
+            return (try? model.forward([0], cache: model.makeCache()))?.toArray().map(\.bitPattern)
+        }
+        precondition(logits(weights) == logits(converted!), "a checkpoint computes other logits after conversion to GGUF")
     }
 
     static func tokenizer(_ data: Data) {
