@@ -53,7 +53,7 @@ let package = Package(
             ],
             path: "Benchmarks/kvbench"
         ),
-        .target(name: "LMTestSupport", dependencies: ["LMRuntime"], path: "Tests/LMTestSupport"),
+        .target(name: "LMTestSupport", dependencies: ["LMRuntime", "LMSession"], path: "Tests/LMTestSupport"),
         .testTarget(
             name: "LMRuntimeTests",
             dependencies: [

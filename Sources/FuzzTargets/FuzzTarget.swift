@@ -280,12 +280,33 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             fatalError("an encoded schema does not decode: \(String(decoding: encoded, as: UTF8.self))")
         }
         precondition(again == schema, "schema changed in a JSON round trip")
+        guard let form = try? GeneratedContent(json: String(decoding: encoded, as: UTF8.self)) else {
+            fatalError("an encoded schema is not JSON the package reads: \(String(decoding: encoded, as: UTF8.self))")
+        }
         let session = LanguageModelSession(model: tiny)
         let done = DispatchSemaphore(value: 0)
+        let outcome = Locked<Result<GeneratedContent, any Error>?>(nil)
         Task {
-            _ = try? await session.respond(to: "Go.", schema: schema, options: GenerationOptions(maximumResponseTokens: 24))
+            let result: Result<GeneratedContent, any Error>
+            do {
+                result = .success(try await session.respond(to: "Go.", schema: schema, options: GenerationOptions(maximumResponseTokens: 24)).rawContent)
+            } catch { result = .failure(error) }
+            outcome.withLock { $0 = result }
             done.signal()
         }
         done.wait()
+        // Guided output is always valid: an answer conforms to the schema as its JSON form says
+        // (read by a checker independent of the decoder); a refusal names the schema or the budget.
+        switch outcome.withLock({ $0 })! {
+        case let .success(content):
+            if let problem = try? SchemaConformance.problem(content, schema: form) {
+                fatalError("a guided response breaks its schema: \(problem)\nresponse: \(content.jsonString)")
+            }
+        case let .failure(error):
+            switch error as? LanguageModelError {
+            case .unsupportedGenerationGuide?, .invalidOptions?, .contextSizeExceeded?: break
+            default: fatalError("a guided request failed with \(error)")
+            }
+        }
     }
 }

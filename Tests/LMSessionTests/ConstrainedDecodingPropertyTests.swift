@@ -28,9 +28,15 @@ import Testing
 
     @Test func decode_randomSchemasAndBudgets_alwaysGiveValidCompleteValues() throws {
         var rng = SeededGenerator(seed: 0x5eed)
-        var checked = 0, atMinimumBudget = 0, escaped = 0, readTogether = 0, numbersTogether = 0, arraysTogether = 0, countsTogether = 0
+        var checked = 0, refusedByOther = 0, atMinimumBudget = 0, escaped = 0, readTogether = 0, numbersTogether = 0, arraysTogether = 0, countsTogether = 0
         for index in 0 ..< Self.caseCount {
-            let node = RandomSchema.object(depth: 0, &rng)
+            // Mostly structures; a quarter of the roots a choice between structures (whose shared
+            // parts nothing encloses), some any value at all.
+            let node = switch index % 8 {
+            case 1, 5: RandomSchema.structures(depth: 0, &rng)
+            case 3: RandomSchema.value(depth: 0, &rng)
+            default: RandomSchema.object(depth: 0, &rng)
+            }
             let grammar = try SchemaGrammar(GenerationSchema(root: node), vocabulary: Self.vocabulary)
             if grammar.nodes.contains(where: { if case .text = $0 { true } else { false } }) { readTogether += 1 }
             if grammar.nodes.contains(where: { if case .numbers = $0 { true } else { false } }) { numbersTogether += 1 }
@@ -49,15 +55,28 @@ import Testing
                 Issue.record("case \(index): \(problem)\nschema: \(SchemaText.render(node))\noutput: \(text)")
                 return
             }
+            // The JSON Schema form the package writes says the same, as read by an independent checker;
+            // and for another random schema both checkers agree whether the value conforms.
+            #expect(try SchemaConformance.problem(content, schema: Self.jsonSchema(node)) == nil, "case \(index): \(text)")
+            let other = RandomSchema.object(depth: 0, &rng)
+            let verdicts = (SchemaCheck.problem(content, other), try SchemaConformance.problem(content, schema: Self.jsonSchema(other)))
+            #expect((verdicts.0 == nil) == (verdicts.1 == nil), "case \(index): \(text) against \(SchemaText.render(other)): \(verdicts)")
+            if verdicts.1 != nil { refusedByOther += 1 }
             checked += 1
         }
         #expect(checked == Self.caseCount)
+        #expect(refusedByOther >= Self.caseCount / 2, "another schema refused the value in only \(refusedByOther) cases")
         #expect(atMinimumBudget >= Self.caseCount / 5)
         #expect(escaped >= Self.caseCount / 50, "string escapes were decoded in only \(escaped) cases")
         #expect(readTogether >= Self.caseCount / 50, "strings of several shapes were read together in only \(readTogether) cases")
         #expect(numbersTogether >= Self.caseCount / 50, "numbers under several rules were read together in only \(numbersTogether) cases")
         #expect(arraysTogether >= Self.caseCount / 50, "arrays were read together in only \(arraysTogether) cases")
         #expect(countsTogether >= Self.caseCount / 50, "arrays of several counts were read as one in only \(countsTogether) cases")
+    }
+
+    /// `node`'s JSON Schema form, as the package encodes it, read back as plain content.
+    static func jsonSchema(_ node: SchemaNode) throws -> GeneratedContent {
+        try GeneratedContent(json: String(decoding: JSONEncoder().encode(GenerationSchema(root: node)), as: UTF8.self))
     }
 
     /// Whether the grammar of `node` takes each of `texts` whole (finished, or a whole number at the top).
@@ -67,6 +86,48 @@ import Testing
             var state = GrammarState(grammar)
             return state.feed(Array(text.utf8)) && state.canStop
         }
+    }
+
+    /// Every automaton that reads non-ASCII text (free strings, `.` in a pattern, strings of
+    /// several shapes read together) takes exactly the well-formed UTF-8 sequences: no overlong
+    /// form, no surrogate half, nothing past U+10FFFF (found by the `generation-schema` fuzz
+    /// target: `.` took `ED A0 80`, which decodes as three U+FFFD).
+    @Test func schemaGrammar_nonASCIIText_takesExactlyWellFormedUTF8() throws {
+        let shapes: [SchemaNode] = [
+            .string(choices: nil, pattern: nil), .string(choices: nil, pattern: ".*"), .string(choices: nil, pattern: "\\W+"),
+            .anyOf(name: "Text", description: nil, choices: [.string(choices: nil, pattern: nil), .string(choices: nil, pattern: "(yes|no)")]),
+        ]
+        for node in shapes {
+            let grammar = try SchemaGrammar(GenerationSchema(root: node), vocabulary: Self.vocabulary)
+            var wellFormed = 0
+            for lead in UInt8(0x80) ... 0xFF {
+                for second in [UInt8(0x41)] + Array(UInt8(0x80) ... 0xFF) {
+                    for extra in 0 ... 2 {
+                        let text = [lead, second] + Array(repeating: UInt8(0x80), count: extra)
+                        var state = GrammarState(grammar)
+                        let taken = state.feed([UInt8(ascii: "\"")] + text + [UInt8(ascii: "\"")]) && state.isFinished
+                        let valid = String(validating: text, as: UTF8.self) != nil
+                        if valid { wellFormed += 1 }
+                        #expect(taken == valid, "\(SchemaText.render(node)) on \(text.map { String($0, radix: 16) })")
+                    }
+                }
+            }
+            // C2-DF with 80-BF; E0, E1-EC, ED, EE-EF; F0, F1-F3, F4 (each lead with its seconds).
+            #expect(wellFormed == 30 * 64 + (64 - 32) + 12 * 64 + (64 - 32) + 2 * 64 + (64 - 16) + 3 * 64 + 16)
+        }
+    }
+
+    /// A choice between structures at the top, whose branches read an array of numbers together:
+    /// nothing encloses the number, yet the value is whole only after what follows it (found by
+    /// the `generation-schema` fuzz target: the decoder stopped after `{"d":[3`).
+    @Test func schemaGrammar_aChoiceOfStructuresAtTheTop_stopsOnlyWhereTheValueIsWhole() throws {
+        let digits = { (lo: Double) in SchemaNode.number(minimum: lo, maximum: 9, integral: true) }
+        let choice = SchemaNode.anyOf(name: "Top", description: nil, choices: [
+            object(property("d", .array(element: digits(3), minimumCount: nil, maximumCount: 1)), property("u", .string(choices: ["km"], pattern: nil))),
+            object(property("d", .array(element: digits(0), minimumCount: 2, maximumCount: nil))),
+        ])
+        #expect(try Self.accepts(choice, #"{"d":[3"#, #"{"d":[3]"#, #"{"d":[3,4"#, #"{"d":[3],"u":"km"}"#, #"{"d":[1,4]}"#, "5")
+            == [false, false, false, true, true, false])
     }
 
     /// Choices between structures that start alike: the grammar takes every branch's JSON
@@ -371,56 +432,59 @@ enum RandomSchema {
         case 9:
             // A choice between shapes that start with different bytes.
             return .anyOf(name: "Shapes", description: nil, choices: distinctShapes(depth: depth, &rng))
-        default:
-            // A choice between structures: properties they all share (same name and shape), then
-            // what tells them apart: the name of the next property, a tag among fixed values (string
-            // choices or booleans, optional or not, the same value in several branches or not), a
-            // value of another shape, text of another shape, a number of another range, or nothing
-            // (a branch may end where another goes on, or two may be the same).
-            let shared = (0 ..< Int.random(in: 0 ... 2, using: &rng)).map { i in
-                SchemaProperty(name: "s\(i)", description: nil, node: value(depth: depth + 1, &rng),
-                               isOptional: Int.random(in: 0 ..< 4, using: &rng) == 0)
-            }
-            let style = Int.random(in: 0 ..< 7, using: &rng)
-            let parting = distinctShapes(depth: depth, &rng), texts = textShapes(&rng), offset = Int.random(in: 0 ..< 4, using: &rng)
-            let arrayElement = Bool.random(using: &rng) ? value(depth: depth + 2, &rng) : nil
-            let choices = (0 ..< Int.random(in: 2 ... 3, using: &rng)).map { i -> SchemaNode in
-                guard case let .object(name, d, properties) = object(depth: depth + 1, &rng) else { fatalError("object") }
-                var first: [SchemaProperty] = []
-                switch style {
-                case 0: first = [SchemaProperty(name: "kind\(i)", description: nil, node: .boolean, isOptional: false)]
-                case 1:
-                    let tag: SchemaNode = Int.random(in: 0 ..< 4, using: &rng) == 0 ? .boolean
-                        : .string(choices: Array(["circle", "square", "c\"q", "circ"].shuffled(using: &rng).prefix(Int.random(in: 1 ... 2, using: &rng))), pattern: nil)
-                    first = [SchemaProperty(name: "type", description: nil, node: tag, isOptional: Bool.random(using: &rng))]
-                case 3:
-                    // The same property with a value of another shape in each branch.
-                    first = [SchemaProperty(name: "v", description: nil, node: parting[i % parting.count], isOptional: i == 0)]
-                case 5:
-                    // The same property with a number of another range in each branch, read together.
-                    let ranges: [SchemaNode] = [.number(minimum: 0, maximum: 10, integral: true), .number(minimum: 5, maximum: 100, integral: true),
-                                                .number(minimum: -1, maximum: 1, integral: false), .number(minimum: nil, maximum: nil, integral: true)]
-                    first = [SchemaProperty(name: "n", description: nil, node: ranges[(i + offset) % ranges.count], isOptional: false)]
-                case 6:
-                    // The same property with an array in each branch: of elements that start with
-                    // different bytes, or of the same elements in other counts.
-                    let element = arrayElement ?? parting[i % parting.count]
-                    let lo = Int.random(in: 0 ... 2, using: &rng)
-                    first = [SchemaProperty(name: "v", description: nil, node: .array(element: element, minimumCount: Bool.random(using: &rng) ? lo : nil,
-                                                                                       maximumCount: Bool.random(using: &rng) ? lo + Int.random(in: 0 ... 3, using: &rng) : nil),
-                                            isOptional: i == 0 && Bool.random(using: &rng))]
-                case 4:
-                    // The same property with text of another shape in each branch, read together.
-                    first = [SchemaProperty(name: "v", description: nil, node: texts[i % texts.count], isOptional: i == 0 && Bool.random(using: &rng))]
-                default: break
-                }
-                // Each branch's own properties have names of their own, so branches never share a
-                // property name with another shape.
-                let own = properties.map { SchemaProperty(name: "b\(i)" + $0.name, description: nil, node: $0.node, isOptional: $0.isOptional) }
-                return .object(name: name, description: d, properties: shared + first + (style == 2 && i == 1 ? [] : own))
-            }
-            return .anyOf(name: "Choice", description: nil, choices: choices)
+        default: return structures(depth: depth, &rng)
         }
+    }
+
+    /// A choice between structures: properties they all share (same name and shape), then
+    /// what tells them apart: the name of the next property, a tag among fixed values (string
+    /// choices or booleans, optional or not, the same value in several branches or not), a
+    /// value of another shape, text of another shape, a number of another range, or nothing
+    /// (a branch may end where another goes on, or two may be the same).
+    static func structures(depth: Int, _ rng: inout SeededGenerator) -> SchemaNode {
+        let shared = (0 ..< Int.random(in: 0 ... 2, using: &rng)).map { i in
+            SchemaProperty(name: "s\(i)", description: nil, node: value(depth: depth + 1, &rng),
+                           isOptional: Int.random(in: 0 ..< 4, using: &rng) == 0)
+        }
+        let style = Int.random(in: 0 ..< 7, using: &rng)
+        let parting = distinctShapes(depth: depth, &rng), texts = textShapes(&rng), offset = Int.random(in: 0 ..< 4, using: &rng)
+        let arrayElement = Bool.random(using: &rng) ? value(depth: depth + 2, &rng) : nil
+        let choices = (0 ..< Int.random(in: 2 ... 3, using: &rng)).map { i -> SchemaNode in
+            guard case let .object(name, d, properties) = object(depth: depth + 1, &rng) else { fatalError("object") }
+            var first: [SchemaProperty] = []
+            switch style {
+            case 0: first = [SchemaProperty(name: "kind\(i)", description: nil, node: .boolean, isOptional: false)]
+            case 1:
+                let tag: SchemaNode = Int.random(in: 0 ..< 4, using: &rng) == 0 ? .boolean
+                    : .string(choices: Array(["circle", "square", "c\"q", "circ"].shuffled(using: &rng).prefix(Int.random(in: 1 ... 2, using: &rng))), pattern: nil)
+                first = [SchemaProperty(name: "type", description: nil, node: tag, isOptional: Bool.random(using: &rng))]
+            case 3:
+                // The same property with a value of another shape in each branch.
+                first = [SchemaProperty(name: "v", description: nil, node: parting[i % parting.count], isOptional: i == 0)]
+            case 5:
+                // The same property with a number of another range in each branch, read together.
+                let ranges: [SchemaNode] = [.number(minimum: 0, maximum: 10, integral: true), .number(minimum: 5, maximum: 100, integral: true),
+                                            .number(minimum: -1, maximum: 1, integral: false), .number(minimum: nil, maximum: nil, integral: true)]
+                first = [SchemaProperty(name: "n", description: nil, node: ranges[(i + offset) % ranges.count], isOptional: false)]
+            case 6:
+                // The same property with an array in each branch: of elements that start with
+                // different bytes, or of the same elements in other counts.
+                let element = arrayElement ?? parting[i % parting.count]
+                let lo = Int.random(in: 0 ... 2, using: &rng)
+                first = [SchemaProperty(name: "v", description: nil, node: .array(element: element, minimumCount: Bool.random(using: &rng) ? lo : nil,
+                                                                                   maximumCount: Bool.random(using: &rng) ? lo + Int.random(in: 0 ... 3, using: &rng) : nil),
+                                        isOptional: i == 0 && Bool.random(using: &rng))]
+            case 4:
+                // The same property with text of another shape in each branch, read together.
+                first = [SchemaProperty(name: "v", description: nil, node: texts[i % texts.count], isOptional: i == 0 && Bool.random(using: &rng))]
+            default: break
+            }
+            // Each branch's own properties have names of their own, so branches never share a
+            // property name with another shape.
+            let own = properties.map { SchemaProperty(name: "b\(i)" + $0.name, description: nil, node: $0.node, isOptional: $0.isOptional) }
+            return .object(name: name, description: d, properties: shared + first + (style == 2 && i == 1 ? [] : own))
+        }
+        return .anyOf(name: "Choice", description: nil, choices: choices)
     }
 }
 

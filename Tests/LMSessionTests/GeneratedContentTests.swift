@@ -323,6 +323,28 @@ import Testing
         }
     }
 
+    /// Braces as Swift's `Regex` reads them: `{,m}` is up to m, spaces may stand inside a
+    /// quantifier, and a brace that opens no quantifier (`{}`, `{,}`, unclosed) is a literal.
+    @Test func patternAutomaton_braces_areReadAsSwiftRegexReadsThem() throws {
+        var rng = SeededGenerator(seed: 12)
+        let alphabet = Array("x{},23 ")
+        var compared = 0
+        for pattern in ["x{,3}", "x{,3}?", "x{ ,2}", "x{,}", "x{}", "x{ }", "x{ 2 }", "x{ 2 , 3 }", "x{2, }", "x{2,3}", "x{", "x{2", "x{2,",
+                        "(x|2){,2}3", "x{,0}"] {
+            let automaton = try PatternAutomaton(pattern)
+            guard let regex = try? Regex(pattern) else { continue }
+            compared += 1
+            for _ in 0 ..< 300 {
+                let s = String((0 ..< Int.random(in: 0 ... 7, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+                #expect(automaton.matches(s) == ((try? regex.wholeMatch(in: s)) != nil), "/\(pattern)/ on \"\(s)\"")
+            }
+            for s in [String(pattern.dropLast(pattern.hasSuffix("?") ? 1 : 0)), "x", "xx", "xxx", ""] {
+                #expect(automaton.matches(s) == ((try? regex.wholeMatch(in: s)) != nil), "/\(pattern)/ on \"\(s)\"")
+            }
+        }
+        #expect(compared >= 12)
+    }
+
     @Test func grammarState_freeString_takesJSONEscapesButNoSurrogateHalves() throws {
         let grammar = try SchemaGrammar(GenerationSchema(root: .string(choices: nil, pattern: nil)),
                                         vocabulary: ConstrainedDecodingPropertyTests.vocabulary)

@@ -64,6 +64,26 @@ struct ByteSet: Hashable, Sendable {
     static let newlines = ByteSet([0x0A, 0x0D])
 }
 
+/// Well-formed UTF-8 (Unicode's table 3-7) beyond ASCII: each lead byte, the range its first
+/// continuation byte must lie in (narrower after E0, ED, F0 and F4, which would otherwise spell
+/// overlong forms, surrogate halves or code points past U+10FFFF), and the sequence's length.
+/// Every free-text and pattern automaton reads non-ASCII text by this one table, so no guided
+/// string holds bytes that decode as U+FFFD.
+enum WellFormedUTF8 {
+    static let sequences: [(lead: ClosedRange<UInt8>, second: ClosedRange<UInt8>, length: Int)] = [
+        (0xC2 ... 0xDF, 0x80 ... 0xBF, 2),
+        (0xE0 ... 0xE0, 0xA0 ... 0xBF, 3), (0xE1 ... 0xEC, 0x80 ... 0xBF, 3), (0xED ... 0xED, 0x80 ... 0x9F, 3), (0xEE ... 0xEF, 0x80 ... 0xBF, 3),
+        (0xF0 ... 0xF0, 0x90 ... 0xBF, 4), (0xF1 ... 0xF3, 0x80 ... 0xBF, 4), (0xF4 ... 0xF4, 0x80 ... 0x8F, 4),
+    ]
+
+    /// The row of `sequences` whose lead is `byte`, or nil (ASCII, a continuation byte, or a byte
+    /// no well-formed sequence starts with).
+    static func row(leading byte: UInt8) -> Int? { sequences.firstIndex { $0.lead.contains(byte) } }
+
+    /// Any continuation byte.
+    static let continuation: ClosedRange<UInt8> = 0x80 ... 0xBF
+}
+
 extension UInt8 {
     /// The value of this byte as a hex digit (`0-9`, `a-f`, `A-F`), or nil.
     var hexDigitValue: Int? {

@@ -13,7 +13,8 @@ struct GrammarState {
     /// elements read, `b` stage (0: the node's `from`, 1 after `[`, 2 after an element, 3 after `,`);
     /// string: `a` stage (0 before the opening quote, 1 in the text, 2 after a backslash, 3-6
     /// before the first to fourth hex digit of a `\u` escape), `b` UTF-8 continuation bytes
-    /// pending (stage 1) or whether the escape's first hex digit was `d` (stage 4);
+    /// pending in its low two bits, and above them the lead's ``WellFormedUTF8`` row plus one
+    /// until the first continuation (stage 1), or whether the escape's first hex digit was `d` (stage 4);
     /// pattern: `a` stage, `b` automaton state; choice: `a` trie node; numbers: `number`, and `a`
     /// a bit per rule the number has broken;
     /// text: `a` stage (0 before the opening quote, 1 in the text), `b` automaton state.
@@ -49,12 +50,17 @@ struct GrammarState {
     /// Whether the value is complete and nothing more can follow.
     var isFinished: Bool { top == nil }
 
-    /// Whether generation may stop here: finished, or a top-level number that is complete.
+    /// Whether generation may stop here: finished, or a number that is complete and ends the
+    /// value. A number frame with nothing below it need not end the value: where a union's
+    /// branches were read together, what follows the number (`targets`) depends on which rules
+    /// it satisfies, and stopping is allowed only where that is nothing.
     var canStop: Bool {
         guard let top else { return true }
         guard stack.isEmpty else { return false }
         switch grammar.nodes[top.node] {
-        case let .numbers(rules, _, _): return Self.satisfied(rules, top) != 0
+        case let .numbers(rules, _, targets):
+            let satisfied = Self.satisfied(rules, top)
+            return satisfied != 0 && targets[satisfied] == nil
         default: return false
         }
     }
@@ -90,7 +96,7 @@ struct GrammarState {
         case .string:
             switch f.a {
             case 0: return 2
-            case 1: return f.b + 1
+            case 1: return (f.b & 3) + 1
             case 2: return 2   // the escaped character, then the quote
             default: return 7 - f.a + 1   // the hex digits left, then the quote
             }
@@ -293,18 +299,20 @@ struct GrammarState {
             guard c == UInt8(ascii: "\"") else { return false }
             f.a = 1
         case 1 where f.b > 0:
-            guard c & 0xC0 == 0x80 else { return false }
-            f.b -= 1
+            // `b`: continuation bytes pending, and above them the lead's row of `WellFormedUTF8`
+            // (plus one) while the first continuation, whose range the lead narrows, is still to come.
+            let range = f.b >> 2 == 0 ? WellFormedUTF8.continuation : WellFormedUTF8.sequences[(f.b >> 2) - 1].second
+            guard range.contains(c) else { return false }
+            f.b = (f.b & 3) - 1
         case 1:
             switch c {
             case UInt8(ascii: "\""): f.a = closedString
             case UInt8(ascii: "\\"): f.a = 2
             case _ where !ByteSet.stringContent.contains(c): return false
             case 0x00 ..< 0x80: break
-            case 0xC2 ... 0xDF: f.b = 1
-            case 0xE0 ... 0xEF: f.b = 2
-            case 0xF0 ... 0xF4: f.b = 3
-            default: return false
+            default:
+                guard let row = WellFormedUTF8.row(leading: c) else { return false }
+                f.b = ((row + 1) << 2) | (WellFormedUTF8.sequences[row].length - 1)
             }
         case 2:
             switch c {

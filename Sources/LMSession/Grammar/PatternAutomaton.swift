@@ -4,7 +4,8 @@
 ///
 /// Supported: literals (any UTF-8), `.`, classes `[a-z]`/`[^...]` (ASCII members), escapes
 /// `\d \w \s \D \W \S` and escaped punctuation, groups `(...)`/`(?:...)`, alternation `|`, quantifiers
-/// `* + ? {n} {n,} {n,m}` (a trailing `?` or `+` on a quantifier is accepted and ignored), and
+/// `* + ? {n} {n,} {n,m} {,m}` (as Swift's `Regex` reads them: spaces inside the braces allowed; a
+/// trailing `?` or `+` on a quantifier is accepted and ignored), and
 /// `^`/`$` at the ends. Not supported (a typed error names it): backreferences, lookaround,
 /// anchors inside the pattern, nested classes, counted repetition above 64, and patterns whose
 /// automaton would be too large to build quickly (``maximumConstructionWork``).
@@ -189,14 +190,12 @@ struct NFA {
             edges[s].append((set, e))
             return (s, e)
         case let .asciiOrAnyScalar(ascii):
-            let continuation = ByteSet(range: 0x80 ... 0xBF)
-            let scalars: [PatternNode] = [
-                .bytes(ascii.subtracting(ByteSet(range: 0x80 ... 0xFF))),
-                .sequence([.bytes(ByteSet(range: 0xC2 ... 0xDF)), .bytes(continuation)]),
-                .sequence([.bytes(ByteSet(range: 0xE0 ... 0xEF)), .bytes(continuation), .bytes(continuation)]),
-                .sequence([.bytes(ByteSet(range: 0xF0 ... 0xF4)), .bytes(continuation), .bytes(continuation), .bytes(continuation)]),
-            ]
-            return try build(.alternation(scalars), pattern: pattern)
+            let continuation = PatternNode.bytes(ByteSet(range: WellFormedUTF8.continuation))
+            let scalars = WellFormedUTF8.sequences.map { row in
+                PatternNode.sequence([.bytes(ByteSet(range: row.lead)), .bytes(ByteSet(range: row.second))]
+                    + Array(repeating: continuation, count: row.length - 2))
+            }
+            return try build(.alternation([.bytes(ascii.subtracting(ByteSet(range: 0x80 ... 0xFF)))] + scalars), pattern: pattern)
         case let .sequence(parts):
             let s = add()
             var end = s
@@ -335,13 +334,20 @@ struct PatternParser {
         case UInt8(ascii: "+"): result = .repeated(atom, min: 1, max: nil); i += 1
         case UInt8(ascii: "?"): result = .repeated(atom, min: 0, max: 1); i += 1
         case UInt8(ascii: "{"):
+            // As Swift's `Regex` reads it: spaces allowed inside, `{,m}` is `{0,m}`; anything
+            // else (`{}`, `{,}`, an unclosed brace) is a literal '{'.
             let save = i
             i += 1
-            let lo = number()
+            skipSpaces()
+            var lo = number()
             var hi: Int? = lo
+            skipSpaces()
             if i < b.count, b[i] == UInt8(ascii: ",") {
                 i += 1
+                skipSpaces()
                 hi = number()
+                skipSpaces()
+                if lo == nil, hi != nil { lo = 0 }
             }
             guard let lo, i < b.count, b[i] == UInt8(ascii: "}") else {
                 i = save   // a literal '{'
@@ -354,6 +360,10 @@ struct PatternParser {
         }
         if i < b.count, b[i] == UInt8(ascii: "?") || b[i] == UInt8(ascii: "+") { i += 1 }
         return result
+    }
+
+    private mutating func skipSpaces() {
+        while i < b.count, b[i] == UInt8(ascii: " ") { i += 1 }
     }
 
     private mutating func number() -> Int? {

@@ -21,16 +21,26 @@ struct TextUnion: Sendable {
         /// with four hex digits naming no half of a surrogate pair. States: 0 in the text,
         /// 1-3 continuation bytes pending, 4 after a backslash, 5 before the first hex digit,
         /// 6 before the second after a first `d`, 7 before the second otherwise, 8-9 before the
-        /// third and fourth.
+        /// third and fourth, then one state for each lead byte whose first continuation is
+        /// narrower than `80-BF` (``WellFormedUTF8``).
         static let freeText: Shape = {
-            var next = [Int32](repeating: -1, count: 10 * 256)
+            let narrow = WellFormedUTF8.sequences.filter { $0.second != WellFormedUTF8.continuation }
+            let count = 10 + narrow.count
+            var next = [Int32](repeating: -1, count: count * 256)
             func set(_ state: Int, _ bytes: some Sequence<UInt8>, _ to: Int) { for b in bytes { next[state * 256 + Int(b)] = Int32(to) } }
             set(0, (0x20 ..< 0x80).filter { $0 != 0x22 && $0 != 0x5C }, 0)
-            set(0, 0xC2 ... 0xDF, 1)
-            set(0, 0xE0 ... 0xEF, 2)
-            set(0, 0xF0 ... 0xF4, 3)
+            var state = 10
+            for row in WellFormedUTF8.sequences {
+                if row.second == WellFormedUTF8.continuation {
+                    set(0, row.lead, row.length - 1)
+                } else {
+                    set(0, row.lead, state)
+                    set(state, row.second, row.length - 2)
+                    state += 1
+                }
+            }
             set(0, [0x5C], 4)
-            for pending in 1 ... 3 { set(pending, 0x80 ... 0xBF, pending - 1) }
+            for pending in 1 ... 3 { set(pending, WellFormedUTF8.continuation, pending - 1) }
             set(4, Array("\"\\/bfnrt".utf8), 0)
             set(4, Array("u".utf8), 5)
             let hex = Array("0123456789abcdefABCDEF".utf8)
@@ -40,7 +50,7 @@ struct TextUnion: Sendable {
             set(7, hex, 8)
             set(8, hex, 9)
             set(9, hex, 0)
-            return Shape(next: next, accepting: [true] + Array(repeating: false, count: 9))
+            return Shape(next: next, accepting: [true] + Array(repeating: false, count: count - 1))
         }()
 
         /// A pattern's automaton, without its states that reach no whole match.
