@@ -30,7 +30,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case generatedContent = "generated-content"
     /// A generation schema as JSON Schema: decoded, re-encoded, and used to guide a response on `tiny`.
     case generationSchema = "generation-schema"
-    /// A LoRA adapter (GGUF); one made for `tiny` is merged into its weights, which run a step.
+    /// A LoRA adapter (GGUF); one made for `tiny` is merged into its weights, checked against the
+    /// merge's definition, and run a step.
     case loraAdapter = "lora-adapter"
     /// Not a file: a program of prefix-store operations (publish, restore, pin, unpin, clear) on
     /// prefixes that share starts, in a store small enough to evict and refuse. After every
@@ -257,6 +258,36 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         guard let adapter = try? LowRankAdapter(ggufData: data, path: "fuzz.gguf"),
               let weights = try? tiny.loaded().weights,
               let merged = try? weights.merging(adapter, memoryLimit: memoryLimit) else { return }
+        // The merge is its definition: W + (alpha / rank) · B · A on every adapted projection
+        // (computed here in double, elementwise), every other projection untouched, bit for bit.
+        for (layer, (before, after)) in zip(weights.layers, merged.layers).enumerated() {
+            for projection in LowRankAdapter.Projection.allCases {
+                let w = before.weights(projection), m = after.weights(projection)
+                guard let f = adapter.factors[.init(layer: layer, projection: projection)] else {
+                    for i in 0 ..< w.rows {
+                        for j in 0 ..< w.cols where m[i, j].bitPattern != w[i, j].bitPattern {
+                            fatalError("layer \(layer) \(projection) [\(i), \(j)] changed without factors")
+                        }
+                    }
+                    continue
+                }
+                for i in 0 ..< w.rows {
+                    for j in 0 ..< w.cols {
+                        var sum = 0.0, magnitude = 0.0
+                        for k in 0 ..< adapter.rank {
+                            let term = Double(f.b[i, k]) * Double(f.a[k, j])
+                            sum += term
+                            magnitude += abs(term)
+                        }
+                        let scale = Double(adapter.scale), expected = Double(w[i, j]) + scale * sum
+                        let bound = abs(Double(w[i, j])) + abs(scale) * magnitude
+                        guard bound < 1e30 else { continue }   // float32 may overflow where double does not
+                        precondition(abs(Double(m[i, j]) - expected) <= 1e-5 * bound + 1e-30,
+                                     "layer \(layer) \(projection) [\(i), \(j)]: merged \(m[i, j]), definition \(expected)")
+                    }
+                }
+            }
+        }
         let model = Transformer(weights: merged)
         _ = try? model.forward([1, 2, 3], cache: model.makeCache())
     }

@@ -515,7 +515,9 @@ enum SchemaCheck {
             return nil
         case let (.string(choices, pattern), .string(s)):
             if let choices, !choices.contains(s) { return "\(path): \(s) not in \(choices)" }
-            if let pattern, (try? (try? Regex(pattern))?.wholeMatch(in: s)) == nil { return "\(path): \(s) does not match /\(pattern)/" }
+            if let pattern, (try? (try? Regex(pattern))?.matchingSemantics(.unicodeScalar).wholeMatch(in: s)) == nil {
+                return "\(path): \(s) does not match /\(pattern)/"
+            }
             return nil
         case let (.number(lo, hi, integral), .number(n)):
             if integral, n != n.rounded() { return "\(path): \(n) is not whole" }

@@ -3,7 +3,8 @@ import LMSession
 
 /// Checks a generated value against a schema in its JSON Schema form (what `GenerationSchema`
 /// encodes to), without the package's schema types or its decoder: the schema is read as plain
-/// JSON, patterns by Swift's own `Regex`, bounds by plain comparisons. Used by the tests and the
+/// JSON, patterns by Swift's own `Regex` (matching Unicode scalars, as the package does), bounds
+/// by plain comparisons. Used by the tests and the
 /// fuzz targets as an oracle for "guided output is always valid".
 ///
 /// The package's contract is stricter than JSON Schema's on structures: every property is
@@ -43,7 +44,10 @@ public enum SchemaConformance {
                 return "\(path): \(value.jsonString) is not one of the enum's \(choices.count) strings"
             }
             if case let .string(pattern)? = fields["pattern"]?.kind {
-                guard let regex = try? Regex(pattern) else { throw Unchecked(description: "\(path): pattern /\(pattern)/") }
+                // Scalar by scalar, as the package matches patterns (a combining mark may follow a literal).
+                guard let regex = try? Regex(pattern).matchingSemantics(.unicodeScalar) else {
+                    throw Unchecked(description: "\(path): pattern /\(pattern)/")
+                }
                 if (try? regex.wholeMatch(in: s)) == nil { return "\(path): \(value.jsonString) does not match /\(pattern)/" }
             }
             return nil

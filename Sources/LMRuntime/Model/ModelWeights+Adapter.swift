@@ -46,17 +46,20 @@ extension ModelWeights {
 }
 
 extension LayerWeights {
-    /// The float32 rows of one projection (plain rows only).
-    fileprivate func matrix(_ projection: LowRankAdapter.Projection) -> Matrix {
+    /// The weights of one projection (a view of the fused matrix it lives in).
+    package func weights(_ projection: LowRankAdapter.Projection) -> WeightMatrix {
         let hidden = gateUp.rows / 2
         return switch projection {
-        case .query: wq.floats
-        case .key: wk.floats
-        case .value: wv.floats
-        case .output: wo.floats
-        case .gate: gateUp.rows(0 ..< hidden).floats
-        case .up: gateUp.rows(hidden ..< 2 * hidden).floats
-        case .down: down.floats
+        case .query: wq
+        case .key: wk
+        case .value: wv
+        case .output: wo
+        case .gate: gateUp.rows(0 ..< hidden)
+        case .up: gateUp.rows(hidden ..< 2 * hidden)
+        case .down: down
         }
     }
+
+    /// The float32 rows of one projection (plain rows only).
+    fileprivate func matrix(_ projection: LowRankAdapter.Projection) -> Matrix { weights(projection).floats }
 }

@@ -18,6 +18,10 @@
 /// `.`, negated classes and `\D \W \S` match one whole non-ASCII character; `\d \w \s` and
 /// class members are ASCII (`\w` is `[A-Za-z0-9_]`, where Swift's `Regex` also takes letters
 /// such as `é`; `\s` is space, tab, line feed and carriage return).
+///
+/// Matching is scalar by scalar, as Swift's `Regex` with `matchingSemantics(.unicodeScalar)`:
+/// `.` may take a combining mark, which in a `String` joins the character before it, so a
+/// match is not always one under `Regex`'s default (grapheme-cluster) semantics.
 struct PatternAutomaton: Sendable {
     /// Transitions: `next[state * 256 + byte]`, or -1.
     let next: [Int32]
