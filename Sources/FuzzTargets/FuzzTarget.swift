@@ -314,30 +314,63 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         guard let form = try? GeneratedContent(json: String(decoding: encoded, as: UTF8.self)) else {
             fatalError("an encoded schema is not JSON the package reads: \(String(decoding: encoded, as: UTF8.self))")
         }
-        let session = LanguageModelSession(model: tiny)
+        // Guided output is always valid: an answer conforms to the schema as its JSON form says
+        // (read by a checker independent of the decoder); a refusal names the schema or the budget.
+        // The same for the arguments of a tool whose parameters are the schema, called as `.required`.
+        let calls = Locked<[GeneratedContent]>([])
+        let outcomes = Locked<[Result<GeneratedContent?, any Error>]>([])
         let done = DispatchSemaphore(value: 0)
-        let outcome = Locked<Result<GeneratedContent, any Error>?>(nil)
         Task {
-            let result: Result<GeneratedContent, any Error>
-            do {
-                result = .success(try await session.respond(to: "Go.", schema: schema, options: GenerationOptions(maximumResponseTokens: 24)).rawContent)
-            } catch { result = .failure(error) }
-            outcome.withLock { $0 = result }
+            let answered = await Result(running: { () async throws -> GeneratedContent? in
+                try await LanguageModelSession(model: tiny)
+                    .respond(to: "Go.", schema: schema, options: GenerationOptions(maximumResponseTokens: 24)).rawContent
+            })
+            let called = await Result(running: { () async throws -> GeneratedContent? in
+                _ = try await LanguageModelSession(model: tiny, tools: [ProbeTool(parameters: schema, calls: calls)])
+                    .respond(to: "Go.", options: GenerationOptions(maximumResponseTokens: 32, toolCallingMode: .required))
+                return nil
+            })
+            outcomes.withLock { $0 = [answered, called] }
             done.signal()
         }
         done.wait()
-        // Guided output is always valid: an answer conforms to the schema as its JSON form says
-        // (read by a checker independent of the decoder); a refusal names the schema or the budget.
-        switch outcome.withLock({ $0 })! {
-        case let .success(content):
-            if let problem = try? SchemaConformance.problem(content, schema: form) {
-                fatalError("a guided response breaks its schema: \(problem)\nresponse: \(content.jsonString)")
-            }
-        case let .failure(error):
-            switch error as? LanguageModelError {
-            case .unsupportedGenerationGuide?, .invalidOptions?, .contextSizeExceeded?: break
-            default: fatalError("a guided request failed with \(error)")
+        for outcome in outcomes.withLock({ $0 }) {
+            switch outcome {
+            case let .success(content?): conform(content, form, "a guided response")
+            case .success(nil): break
+            case let .failure(error):
+                switch error as? LanguageModelError {
+                case .unsupportedGenerationGuide?, .invalidOptions?, .contextSizeExceeded?: break
+                default: fatalError("a guided request failed with \(error)")
+                }
             }
         }
+        for arguments in calls.withLock({ $0 }) { conform(arguments, form, "a tool call's arguments") }
+    }
+
+    private static func conform(_ content: GeneratedContent, _ form: GeneratedContent, _ what: String) {
+        if let problem = try? SchemaConformance.problem(content, schema: form) {
+            fatalError("\(what) breaks the schema: \(problem)\nvalue: \(content.jsonString)")
+        }
+    }
+}
+
+/// A tool whose parameters are any schema; it keeps the arguments it is called with.
+private struct ProbeTool: Tool {
+    let name = "probe"
+    let description = "Takes what its schema allows."
+    let parameters: GenerationSchema
+    let calls: Locked<[GeneratedContent]>
+
+    func call(arguments: GeneratedContent) async throws -> String {
+        calls.withLock { $0.append(arguments) }
+        return "done"
+    }
+}
+
+extension Result where Failure == any Error {
+    /// The outcome of an async throwing body.
+    fileprivate init(running body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }

@@ -183,6 +183,43 @@ struct StreamingAndToolTests {
         #expect(tool.calls.value.withLock { $0 } == rounds)
     }
 
+    /// A tool's output can make the next round longer than the window: the request throws
+    /// `contextSizeExceeded` with the counts (not a runtime refusal), the transcript keeps the
+    /// prompt and the round so far or nothing, as the policy says, and the session stays usable
+    /// (found by the `generation-schema` fuzz target).
+    @Test(arguments: [LanguageModelSession.TranscriptErrorHandlingPolicy.preserveTranscript, .revertTranscript])
+    func toolRound_outgrowingTheWindow_throwsContextSizeExceeded(policy: LanguageModelSession.TranscriptErrorHandlingPolicy) async throws {
+        struct VerboseTool: Tool {
+            let calls = WeatherTool.Counter()
+            var name: String { "weather" }
+            var description: String { "Current weather for a city." }
+            func call(arguments: WeatherQuery) async throws -> String {
+                let first = calls.value.withLock { $0 += 1; return $0 == 1 }
+                return first ? String(repeating: "Sunny and warm all day long. ", count: 200) : "Sunny."
+            }
+        }
+        let tool = VerboseTool()
+        let session = LanguageModelSession(model: tinyModel, tools: [tool], instructions: Self.instructions)
+        session.transcriptErrorHandlingPolicy = policy
+        let before = session.transcript
+        do {
+            _ = try await session.respond(to: "Weather?", options: GenerationOptions(maximumResponseTokens: 30, toolCallingMode: .required))
+            Issue.record("a round longer than the window was run")
+        } catch let LanguageModelError.contextSizeExceeded(e) {
+            #expect(e.contextSize == 1024 && e.responseBudget == 30 && e.tokenCount == e.promptTokenCount + 30 && e.tokenCount > 1024, "\(e)")
+        }
+        #expect(tool.calls.value.withLock { $0 } == 1)
+        let added = Array(session.transcript.entries.dropFirst(before.count))
+        #expect(Array(session.transcript.entries.prefix(before.count)) == before.entries)
+        #expect(added.map(\.kind) == (policy == .preserveTranscript ? ["prompt", "toolCalls", "toolOutput"] : []))
+        try await session.expectCacheExact()
+        if policy == .revertTranscript {
+            let next = try await session.respond(to: "Thanks.", options: GenerationOptions(maximumResponseTokens: 4, toolCallingMode: .disallowed))
+            #expect(next.transcriptEntries.map(\.kind) == ["prompt", "response"])
+            try await session.expectCacheExact()
+        }
+    }
+
     @Test func respondGenerating_withToolsCallsThemBeforeTheValue() async throws {
         let tool = WeatherTool()
         let session = LanguageModelSession(model: tinyModel, tools: [tool], instructions: Self.instructions)

@@ -72,6 +72,9 @@ struct Request {
         var invalidation: InvalidationReport?
         var rendered: RenderedPrompt
         var guide: GuidedDecoder?
+        /// Set when a later tool round no longer fits the window (the tools' entries made the
+        /// request longer): the turn ends there, as when the window fills mid-response.
+        var overflow: LanguageModelError?
     }
 
     private func generate(_ plan: RequestPlan, _ first: Decoding, _ guidance: Guidance,
@@ -88,6 +91,11 @@ struct Request {
                 var mode = options.toolCallingMode
                 if mode == nil { mode = try await session.resolve(runHooks: false).0.options.toolCallingMode }
                 decoding = try guidance.constrain(first, round: round, mode: mode ?? .allowed)
+                // The tool's entries lengthened the request: check the window again before the round.
+                do { _ = try checkWindow(rendered, decoding) } catch let error as LanguageModelError {
+                    turn!.overflow = error
+                    break
+                }
             }
             let outcome: RunOutcome
             do {
@@ -117,6 +125,14 @@ struct Request {
     private func finish(_ turn: Turn, _ plan: RequestPlan, _ guidance: Guidance, reserved: Int) async throws -> Result {
         let outcome = turn.outcome
         var usage = turn.usage
+        if let overflow = turn.overflow {
+            // A tool round that no longer fits: the policy decides whether the transcript keeps
+            // the prompt and the tool rounds so far (the cache holds them already).
+            let preserve = session.state.withLock { $0.policy } == .preserveTranscript
+            try session.record(profile: plan.profile, components: plan.components, added: preserve ? [.prompt(prompt)] + turn.added : [],
+                               usage: usage, since: transcriptVersion)
+            throw overflow
+        }
         usage.output.totalTokenCount = outcome.generated.count
         usage.guidedMaskNanoseconds = turn.guide?.maskNanoseconds ?? []
         let text = LanguageModelSession.text(outcome.generated, engine.model.tokenizer)
