@@ -302,6 +302,52 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             precondition(again.jsonString == content.jsonString, "jsonString is not stable: \(content.jsonString)")
         }
         _ = try? GeneratedContent.partial(json: Array(data))
+        // Against Foundation's reader, on valid UTF-8: whole JSON that one reads, the other reads
+        // as the same complete value. Left out: escaped surrogate halves (the package reads a lone
+        // one as U+FFFD, Foundation refuses it; JSON leaves that to the reader).
+        guard String(validating: data, as: UTF8.self) != nil,
+              text.range(of: #"\\u[dD][89a-fA-F]"#, options: .regularExpression) == nil else { return }
+        let foundation = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        let ours = try? GeneratedContent(wholeJSON: text)
+        switch (ours, foundation) {
+        case let (ours?, foundation?):
+            if let difference = difference(ours, foundation) { fatalError("Foundation reads other JSON: \(difference) in \(text)") }
+        case (nil, _?):
+            // Foundation also takes a trailing comma, a byte-order mark and NUL bytes after the
+            // value, which JSON does not allow.
+            let lenient = text.hasPrefix("\u{FEFF}") || text.contains("\0")
+                || text.range(of: #",[ \t\r\n]*[\]}]"#, options: .regularExpression) != nil
+            if !lenient { fatalError("Foundation reads JSON the package refuses: \(text)") }
+        case (_?, nil): fatalError("the package reads whole JSON Foundation refuses: \(text)")
+        case (nil, nil): break
+        }
+    }
+
+    /// Where `content` and a value `JSONSerialization` read differ, or nil.
+    private static func difference(_ content: GeneratedContent, _ value: Any, path: String = "$") -> String? {
+        switch content.kind {
+        case .null: return value is NSNull ? nil : "\(path): null against \(value)"
+        case let .bool(b): return (value as? NSNumber).map { $0.boolValue == b && "\(type(of: $0))".contains("Bool") } == true ? nil : "\(path): \(b) against \(value)"
+        case let .number(n):
+            // Foundation keeps long numbers as decimals of 38 digits, whose conversion to a double is
+            // not always the nearest one: equal within 1e-12.
+            guard let other = (value as? NSNumber)?.doubleValue, abs(other - n) <= 1e-12 * abs(n) else { return "\(path): \(n) against \(value)" }
+            return nil
+        case let .string(s): return (value as? String).map { $0.unicodeScalars.elementsEqual(s.unicodeScalars) } == true ? nil : "\(path): a string against \(value)"
+        case let .array(items):
+            guard let array = value as? [Any], array.count == items.count else { return "\(path): an array of \(items.count) against \(value)" }
+            for (i, (item, other)) in zip(items, array).enumerated() {
+                if let d = difference(item, other, path: "\(path)[\(i)]") { return d }
+            }
+            return nil
+        case let .structure(properties, keys):
+            guard let object = value as? [String: Any], object.count == keys.count else { return "\(path): a structure of \(keys.count) keys against \(value)" }
+            for key in keys {
+                guard let other = object[key] else { return "\(path): key \(key) missing" }
+                if let d = difference(properties[key]!, other, path: path + "." + key) { return d }
+            }
+            return nil
+        }
     }
 
     static func generationSchema(_ data: Data) {

@@ -13,7 +13,7 @@ extension GeneratedContent {
 
     /// Content read from JSON text that must be whole: saved content and tool arguments, where
     /// a text that stops short is damage, not a value still being written.
-    init(wholeJSON json: String) throws {
+    package init(wholeJSON json: String) throws {
         var reader = JSONReader(Array(json.utf8), partial: false)
         self = try reader.document()
     }
@@ -172,13 +172,24 @@ struct JSONReader {
             }
             var prefix = Substring(text)
             while !prefix.isEmpty, Double(prefix) == nil { prefix = prefix.dropLast() }
-            return Double(prefix).map { GeneratedContent(kind: .number($0), isComplete: false) }
+            guard let value = Double(prefix) else { return nil }
+            try checkRange(value, text, start: start)   // more digits would not bring it back
+            return GeneratedContent(kind: .number(value), isComplete: false)
         }
         guard let value = Self.parseNumber(text) else {
             position = start
             throw fail("malformed number '\(text)'")
         }
+        try checkRange(value, text, start: start)
         return GeneratedContent(kind: .number(value), isComplete: true)
+    }
+
+    /// Refuses a number beyond `Double`'s range: it would read as infinity, which JSON cannot write back.
+    private mutating func checkRange(_ value: Double, _ text: String, start: Int) throws {
+        guard value.isFinite else {
+            position = start
+            throw fail("number '\(text)' is out of range")
+        }
     }
 
     /// JSON's number grammar: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
