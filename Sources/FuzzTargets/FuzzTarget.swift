@@ -312,6 +312,20 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         switch (ours, foundation) {
         case let (ours?, foundation?):
             if let difference = difference(ours, foundation) { fatalError("Foundation reads other JSON: \(difference) in \(text)") }
+            // What a stream shows: every prefix of whole JSON reads as a partial value (nothing
+            // before the value starts), and the whole text as the value itself.
+            guard data.count <= 512 else { break }
+            let bytes = Array(data)
+            for end in 0 ... bytes.count {
+                do {
+                    let part = try GeneratedContent.partial(json: Array(bytes[..<end]))
+                    if end == bytes.count {
+                        let growing = if case .number = ours.kind { true } else { false }   // a number at the end may go on
+                        precondition(part?.jsonString == ours.jsonString && (growing || part?.isComplete == true),
+                                     "the whole text reads otherwise as a stream's last part")
+                    }
+                } catch { fatalError("a prefix of whole JSON is refused as a partial value: \(error) after \(end) bytes of \(text)") }
+            }
         case (nil, _?):
             // Foundation also takes a trailing comma, a byte-order mark and NUL bytes after the
             // value, which JSON does not allow.
