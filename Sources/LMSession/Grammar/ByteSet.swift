@@ -78,7 +78,15 @@ enum WellFormedUTF8 {
 
     /// The row of `sequences` whose lead is `byte`, or nil (ASCII, a continuation byte, or a byte
     /// no well-formed sequence starts with).
-    static func row(leading byte: UInt8) -> Int? { sequences.firstIndex { $0.lead.contains(byte) } }
+    static func row(leading byte: UInt8) -> Int? {
+        let row = rows[Int(byte)]
+        return row < 0 ? nil : Int(row)
+    }
+
+    /// `row(leading:)` for every byte, looked up once per byte of a token while masks are built.
+    private static let rows: [Int8] = (0 ... 255).map { byte in
+        Int8(sequences.firstIndex { $0.lead.contains(UInt8(byte)) } ?? -1)
+    }
 
     /// Any continuation byte.
     static let continuation: ClosedRange<UInt8> = 0x80 ... 0xBF
