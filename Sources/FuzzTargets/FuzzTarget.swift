@@ -376,7 +376,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         }
         // Guided output is always valid: an answer conforms to the schema as its JSON form says
         // (read by a checker independent of the decoder); a refusal names the schema or the budget.
-        // The same for the arguments of a tool whose parameters are the schema, called as `.required`.
+        // The same for the arguments of a tool whose parameters are the schema, called as `.required`
+        // until it throws on its second call.
         let calls = Locked<[GeneratedContent]>([])
         let outcomes = Locked<[Result<GeneratedContent?, any Error>]>([])
         let done = DispatchSemaphore(value: 0)
@@ -398,6 +399,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             switch outcome {
             case let .success(content?): conform(content, form, "a guided response")
             case .success(nil): break
+            case let .failure(error as LanguageModelSession.ToolCallError) where error.underlyingError is ProbeTool.Enough: break
             case let .failure(error):
                 switch error as? LanguageModelError {
                 case .unsupportedGenerationGuide?, .invalidOptions?, .contextSizeExceeded?: break
@@ -415,15 +417,17 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     }
 }
 
-/// A tool whose parameters are any schema; it keeps the arguments it is called with.
+/// A tool whose parameters are any schema; it keeps the arguments it is called with and throws
+/// on its second call, which ends a `.required` request.
 private struct ProbeTool: Tool {
+    struct Enough: Error {}
     let name = "probe"
     let description = "Takes what its schema allows."
     let parameters: GenerationSchema
     let calls: Locked<[GeneratedContent]>
 
     func call(arguments: GeneratedContent) async throws -> String {
-        calls.withLock { $0.append(arguments) }
+        guard calls.withLock({ $0.append(arguments); return $0.count }) < 2 else { throw Enough() }
         return "done"
     }
 }

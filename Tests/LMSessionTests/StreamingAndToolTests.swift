@@ -148,16 +148,30 @@ struct StreamingAndToolTests {
         }
     }
 
-    /// `.required`, as Apple documents it: the session keeps calling tools (here up to the
-    /// round limit, whose last round answers).
+    /// Requires a tool call in every round until the tool has run `rounds` times, then disallows
+    /// calls: Apple's pattern, the profile being read again after each tool round.
+    struct RequiredRounds: LanguageModelSession.DynamicProfile {
+        let tool: WeatherTool
+        let rounds: Int
+        var body: some LanguageModelSession.DynamicProfile {
+            LanguageModelSession.Profile { Instructions(StreamingAndToolTests.instructions); tool }
+                .model(tinyModel)
+                .toolCallingMode(tool.calls.value.withLock { $0 } < rounds ? .required : .disallowed)
+                .maximumResponseTokens(30)
+        }
+    }
+
+    /// `.required`, as Apple documents it: the session keeps calling tools until the mode changes
+    /// (past the round limit `.allowed` has), a tool throws, or the next round no longer fits.
     @Test func toolCallingMode_requiredCallsEveryRoundAndDisallowedNever() async throws {
+        let rounds = LanguageModelSession.maximumToolRounds + 2
+        let counted = WeatherTool()
+        let switching = try await LanguageModelSession(profile: RequiredRounds(tool: counted, rounds: rounds)).respond(to: "Weather?")
+        let calls: [String] = (0 ..< rounds).flatMap { _ in ["toolCalls", "toolOutput"] }
+        #expect(switching.transcriptEntries.map(\.kind) == ["prompt"] + calls + ["response"])
+        #expect(counted.calls.value.withLock { $0 } == rounds)
         let tool = WeatherTool()
         let session = LanguageModelSession(model: tinyModel, tools: [tool], instructions: Self.instructions)
-        let required = try await session.respond(to: "Weather?", options: GenerationOptions(maximumResponseTokens: 30, toolCallingMode: .required))
-        let rounds = LanguageModelSession.maximumToolRounds
-        let calls: [String] = (0 ..< rounds).flatMap { _ in ["toolCalls", "toolOutput"] }
-        #expect(required.transcriptEntries.map(\.kind) == ["prompt"] + calls + ["response"])
-        #expect(tool.calls.value.withLock { $0 } == rounds)
         // Disallowed: even a model steered straight at the call marker cannot open a call.
         let renderer = PromptRenderer(tokenizer: tokenizer)
         session.setTokenSteering { _ in renderer.toolCall! }
@@ -165,7 +179,7 @@ struct StreamingAndToolTests {
         #expect(plain.transcriptEntries.map(\.kind) == ["prompt", "response"])
         guard case let .response(r) = plain.transcriptEntries.last else { return }
         #expect(!r.tokenIDs.contains(renderer.toolCall!))
-        #expect(tool.calls.value.withLock { $0 } == rounds)
+        #expect(tool.calls.value.withLock { $0 } == 0)
         try await session.expectCacheExact()
         let none = LanguageModelSession(model: tinyModel)
         await #expect(throws: LanguageModelError.invalidOptions(option: "toolCallingMode", reason: ".required needs at least one tool")) {
@@ -180,7 +194,21 @@ struct StreamingAndToolTests {
             #expect(option == "maximumResponseTokens" && reason.hasPrefix("8 cannot hold the shortest tool call"), "\(reason)")
         }
         #expect(session.transcript == before)
-        #expect(tool.calls.value.withLock { $0 } == rounds)
+        #expect(tool.calls.value.withLock { $0 } == 0)
+        // Required in the request's options: nothing changes the mode, so the rounds go on until
+        // the next one does not fit; the transcript keeps the prompt and every round (the policy).
+        let endless = WeatherTool()
+        let full = LanguageModelSession(model: tinyModel, tools: [endless], instructions: Self.instructions)
+        do {
+            _ = try await full.respond(to: "Weather?", options: GenerationOptions(maximumResponseTokens: 30, toolCallingMode: .required))
+            Issue.record("a request that must call tools answered")
+        } catch let LanguageModelError.contextSizeExceeded(e) {
+            #expect(e.tokenCount > e.contextSize && e.responseBudget == 30, "\(e)")
+        }
+        let made = endless.calls.value.withLock { $0 }
+        #expect(made > rounds)
+        #expect(full.transcript.history.map(\.kind) == ["prompt"] + (0 ..< made).flatMap { _ in ["toolCalls", "toolOutput"] })
+        try await full.expectCacheExact()
     }
 
     /// A tool's output can make the next round longer than the window: the request throws
@@ -222,10 +250,9 @@ struct StreamingAndToolTests {
 
     @Test func respondGenerating_withToolsCallsThemBeforeTheValue() async throws {
         let tool = WeatherTool()
-        let session = LanguageModelSession(model: tinyModel, tools: [tool], instructions: Self.instructions)
-        let response = try await session.respond(to: "Plan my day.", generating: DayQuery.self,
-                                                 options: GenerationOptions(maximumResponseTokens: 30, toolCallingMode: .required))
-        let rounds = LanguageModelSession.maximumToolRounds
+        let rounds = LanguageModelSession.maximumToolRounds + 1
+        let session = LanguageModelSession(profile: RequiredRounds(tool: tool, rounds: rounds))
+        let response = try await session.respond(to: "Plan my day.", generating: DayQuery.self)
         let calls: [String] = (0 ..< rounds).flatMap { _ in ["toolCalls", "toolOutput"] }
         #expect(response.transcriptEntries.map(\.kind) == ["prompt"] + calls + ["response"])
         #expect(tool.calls.value.withLock { $0 } == rounds)
@@ -250,7 +277,9 @@ struct StreamingAndToolTests {
         try await session.expectCacheExact()
     }
 
-    @Test func toolCalling_theLastRoundOffersNoCall() async throws {
+    /// Under `.allowed` (the default) a model that calls again and again is stopped by the round
+    /// limit: the round after it offers no call, so its response is the answer.
+    @Test func toolCallingModeAllowed_theRoundAfterTheLimitOffersNoCall() async throws {
         let open = PromptRenderer(tokenizer: tokenizer).toolCall!
         for guided in [false, true] {
             let tool = WeatherTool()

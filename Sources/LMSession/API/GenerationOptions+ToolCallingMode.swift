@@ -20,8 +20,10 @@ extension GenerationOptions {
         /// The model decides whether to call a tool (the default).
         public static let allowed = ToolCallingMode(kind: .allowed)
         /// Each round of the response opens with a tool call (its arguments decoded under the
-        /// tool's schema), until the mode changes (a dynamic profile reads it again after each
-        /// tool round) or, here, the round limit: the last round answers.
+        /// tool's schema), as Apple documents it: the session keeps calling tools until a tool
+        /// throws (``LanguageModelSession/ToolCallError``) or the mode changes (a dynamic profile
+        /// is read again after each tool round). A request that does neither ends when the next
+        /// round no longer fits the window, with ``LanguageModelError/contextSizeExceeded(_:)``.
         public static let required = ToolCallingMode(kind: .required)
         /// No tool call: the call marker is masked out, the tools stay in the instructions (so the
         /// cached prefix does not change).

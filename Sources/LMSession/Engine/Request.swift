@@ -84,7 +84,7 @@ struct Request {
         var rendered = plan.rendered
         var added: [Transcript.Entry] = []
         var turn: Turn?
-        for round in 0 ... LanguageModelSession.maximumToolRounds {
+        for round in 0... {
             if round > 0 {
                 // The tool hooks may have changed what the profile asks (`.toolCallingMode(done ? .allowed
                 // : .required)`): read its mode again; the instructions and tools stay the request's.
@@ -113,7 +113,8 @@ struct Request {
             if turn == nil { turn = Turn(outcome: outcome, invalidation: outcome.reuse.report, rendered: rendered, guide: decoding.guide) }
             turn!.record(outcome, started: started)
             turn!.rendered = rendered
-            guard case let .toolCall(callTokens) = outcome.ending, round < LanguageModelSession.maximumToolRounds else { break }
+            // `constrain` decides whether a round may call; a round that did not call answered.
+            guard case let .toolCall(callTokens) = outcome.ending else { break }
             // A tool call: record it, run the tool, record its output, and let the model continue.
             added += try await session.callTool(callTokens, profile: plan.profile, tools: plan.tools, renderer: engine.renderer)
             rendered = engine.renderer.render(plan.components, history: plan.history, prompt: plan.prompt, after: added)

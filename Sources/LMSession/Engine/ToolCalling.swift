@@ -43,8 +43,9 @@ struct Guidance {
     }
 
     /// `decoding` constrained for tool round `round` under `mode`: the structured response's
-    /// guide (checked against the budget), a fresh tool-call guide (none in the last round, none
-    /// when disallowed), and whether the round must open with a call.
+    /// guide (checked against the budget), a fresh tool-call guide (none when disallowed, none
+    /// under `.allowed` once ``LanguageModelSession/maximumToolRounds`` rounds have called), and
+    /// whether the round must open with a call.
     func constrain(_ decoding: Decoding, round: Int, mode: GenerationOptions.ToolCallingMode) throws -> Decoding {
         var d = decoding
         if let structured, round == 0 {
@@ -55,8 +56,10 @@ struct Guidance {
             }
             d.guide = guide
         }
-        // The last round offers no call: its response must be the answer.
-        let offersCall = round < LanguageModelSession.maximumToolRounds && mode != .disallowed
+        // `.required` offers a call every round, as Apple documents it: the session keeps calling
+        // until a tool throws, the profile changes the mode or the window fills. Under `.allowed`
+        // the round after the last one offers none: its response must be the answer.
+        let offersCall = mode == .required || (mode == .allowed && round < LanguageModelSession.maximumToolRounds)
         d.toolCall = offersCall ? calls.map { GuidedDecoder(masker: $0.0, stopToken: engine.renderer.end) } : nil
         d.requiresToolCall = mode == .required && d.toolCall != nil
         // A required call opens at once and must close within the budget: the marker, the
@@ -90,7 +93,10 @@ struct Guidance {
 }
 
 extension LanguageModelSession {
-    /// Tool rounds one response may take before the session stops offering more.
+    /// Tool rounds one response may take under `.allowed` before the session stops offering more
+    /// (Apple's documentation names no limit; this one keeps a small model that calls again and
+    /// again from filling the window). `.required` has none: it calls until a tool throws, the
+    /// mode changes or the window is full.
     static let maximumToolRounds = 4
 
     /// A call the model wrote: parsed, passed through `onToolCall`, run, its output passed
