@@ -26,4 +26,9 @@ public struct CacheMetrics: Sendable, Equatable {
     public var bytesOnDisk = 0
     /// The last disk-tier error (the cache keeps working from memory).
     public var lastDiskError: String?
+    /// Generated values not cached because they do not encode as JSON (a non-finite number, a
+    /// value whose `encode(to:)` throws); their callers got them, and the tiers kept what they had.
+    public var unencodableValues = 0
+    /// The encoder's error for the last of those.
+    public var lastEncodingError: String?
 }

@@ -11,6 +11,17 @@ struct Envelope<Value: Codable & Sendable>: Codable, Sendable {
     var key: CacheKey
     var created: Date
     var value: Value
+
+    /// An envelope as its file holds it; the memory tier counts the same bytes.
+    struct Encoded {
+        let digest: String
+        let data: Data
+    }
+
+    /// The file's bytes.
+    /// - Throws: the encoder's error, for a value JSON cannot hold (a non-finite number, or a
+    ///   value whose `encode(to:)` throws).
+    func encoded() throws -> Encoded { Encoded(digest: key.digest, data: try JSONEncoder().encode(self)) }
 }
 
 /// An envelope's key and creation time, decoded without its value.
@@ -78,9 +89,9 @@ final class DiskTier<Value: Codable & Sendable> {
 
     private func file(_ digest: String) -> URL { directory.appendingPathComponent(digest + Self.suffix) }
 
-    /// Reads an entry and the inode of the file it came from; a truncated or garbled file is
-    /// removed and reported.
-    func read(_ digest: String) -> Result<(envelope: Envelope<Value>, inode: UInt64)?, DiskTierError> {
+    /// Reads an entry, the inode of the file it came from and its size; a truncated or garbled
+    /// file is removed and reported.
+    func read(_ digest: String) -> Result<(envelope: Envelope<Value>, inode: UInt64, bytes: Int)?, DiskTierError> {
         let url = file(digest)
         guard let handle = FileHandle(forReadingAtPath: url.path) else { return .success(nil) }
         defer { try? handle.close() }
@@ -93,7 +104,7 @@ final class DiskTier<Value: Codable & Sendable> {
             return .failure(.corrupt(url.lastPathComponent))
         }
         touch(digest)   // LRU: touched on use
-        return .success((envelope, UInt64(status.st_ino)))
+        return .success((envelope, UInt64(status.st_ino), data.count))
     }
 
     /// The inode of `digest`'s file (`nil`: there is none). A file another process wrote since
@@ -111,9 +122,8 @@ final class DiskTier<Value: Codable & Sendable> {
     /// down to ``lowWater``. An entry larger than the limit is not written (and an older file for
     /// its key is removed): it counts as evicted at once, and the other entries stay.
     /// - Returns: how many files were evicted, and the new file's inode (`nil` when it was not kept).
-    func write(_ envelope: Envelope<Value>) throws -> (evicted: Int, inode: UInt64?) {
-        let data = try JSONEncoder().encode(envelope)
-        let digest = envelope.key.digest
+    func write(_ entry: Envelope<Value>.Encoded) throws -> (evicted: Int, inode: UInt64?) {
+        let (data, digest) = (entry.data, entry.digest)
         guard data.count <= byteLimit else {
             remove(digest)
             return (1, nil)

@@ -12,7 +12,8 @@ public actor ResponseCache<Value: Codable & Sendable> {
     public struct Configuration: Sendable {
         /// Most entries in memory.
         public var memoryEntryLimit = 256
-        /// Most bytes (encoded size) in memory.
+        /// Most bytes in memory, counting each entry as its encoded envelope (value, key and
+        /// date as JSON: what the disk tier writes for it).
         public var memoryByteLimit = 8 << 20
         /// The disk tier's own directory (`nil`: memory only). Never point it at user data.
         public var directory: URL?
@@ -213,21 +214,30 @@ public actor ResponseCache<Value: Codable & Sendable> {
             metrics.lastDiskError = "\(error)"
             metrics.bytesOnDisk = disk.byteCount
             return nil
-        case let .success((envelope, inode)?):
+        case let .success((envelope, inode, bytes)?):
             if isExpired(envelope.created, now) { remove(key); return nil }
             metrics.evictions += memory.put(.init(key: envelope.key, value: envelope.value, created: envelope.created,
-                                                  bytes: encodedSize(envelope.value), file: (inode, now)))
+                                                  bytes: bytes, file: (inode, now)))
             return CacheAnswer(value: envelope.value, origin: .disk, isStale: isStale(envelope.created, now),
                                generatedAt: envelope.created)
         }
     }
 
+    /// Keeps a generated value in memory and on disk, each tier counting the bytes of its encoded
+    /// envelope. A value JSON cannot hold is not kept anywhere (its caller still gets it): the
+    /// tiers are left as they were and ``CacheMetrics/unencodableValues`` counts it.
     private func store(_ key: CacheKey, _ value: Value) {
         let now = clock.now
-        metrics.evictions += memory.put(.init(key: key, value: value, created: now, bytes: encodedSize(value)))
+        let entry: Envelope<Value>.Encoded
+        do { entry = try Envelope(key: key, created: now, value: value).encoded() } catch {
+            metrics.unencodableValues += 1
+            metrics.lastEncodingError = "\(error)"
+            return
+        }
+        metrics.evictions += memory.put(.init(key: key, value: value, created: now, bytes: entry.data.count))
         guard let disk else { return }
         do {
-            let (evicted, inode) = try disk.write(Envelope(key: key, created: now, value: value))
+            let (evicted, inode) = try disk.write(entry)
             metrics.evictions += evicted
             metrics.bytesOnDisk = disk.byteCount
             memory.setFile(key.digest, inode.map { ($0, now) })
@@ -273,8 +283,6 @@ public actor ResponseCache<Value: Codable & Sendable> {
         }
         return true
     }
-
-    private func encodedSize(_ value: Value) -> Int { (try? JSONEncoder().encode(value).count) ?? 0 }
 
     private func isExpired(_ created: Date, _ now: Date) -> Bool {
         configuration.timeToLive.map { now.timeIntervalSince(created) > $0 } ?? false

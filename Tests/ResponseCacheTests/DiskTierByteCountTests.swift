@@ -14,8 +14,8 @@ struct DiskTierByteCountTests {
             .reduce(0, +)
     }
 
-    func envelope(_ name: String, _ value: String = String(repeating: "v", count: 200)) -> Envelope<String> {
-        Envelope(key: CacheKey(parts: [name]), created: Date(timeIntervalSince1970: 1_800_000_000), value: value)
+    func encoded(_ name: String, _ value: String = String(repeating: "v", count: 200)) throws -> Envelope<String>.Encoded {
+        try Envelope(key: CacheKey(parts: [name]), created: Date(timeIntervalSince1970: 1_800_000_000), value: value).encoded()
     }
 
     /// Another tier's change has to move the directory's modification time past what this one
@@ -26,10 +26,10 @@ struct DiskTierByteCountTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let tier = try DiskTier<String>(directory: directory, byteLimit: 1 << 20)
         for i in 0 ..< 200 {
-            _ = try tier.write(envelope("entry \(i)"))
+            _ = try tier.write(try encoded("entry \(i)"))
             #expect(tier.byteCount == bytesInDirectory())
         }
-        _ = try tier.write(envelope("entry 7", "replaced by a shorter value"))   // a file replaced counts once
+        _ = try tier.write(try encoded("entry 7", "replaced by a shorter value"))   // a file replaced counts once
         #expect(tier.byteCount == bytesInDirectory())
         tier.remove(CacheKey(parts: ["entry 8"]).digest)
         #expect(tier.byteCount == bytesInDirectory())
@@ -38,11 +38,11 @@ struct DiskTierByteCountTests {
 
     @Test func write_overTheLimitEvictsTheLeastRecentlyUsedDownToTheLowWaterMark() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
-        let perFile = try JSONEncoder().encode(envelope("entry 100")).count   // the longest name written here
+        let perFile = try encoded("entry 100").data.count   // the longest name written here
         let tier = try DiskTier<String>(directory: directory, byteLimit: 160 * perFile)
         var evicted = 0
         for i in 0 ..< 400 {
-            let written = try tier.write(envelope("entry \(i)"))
+            let written = try tier.write(try encoded("entry \(i)"))
             evicted += written.evicted
             let held = bytesInDirectory()
             #expect(tier.byteCount == held)
@@ -61,11 +61,11 @@ struct DiskTierByteCountTests {
     @Test func write_ofAnEntryLargerThanTheLimitKeepsTheOthers() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let tier = try DiskTier<String>(directory: directory, byteLimit: 4_000)
-        for i in 0 ..< 5 { _ = try tier.write(envelope("entry \(i)")) }
+        for i in 0 ..< 5 { _ = try tier.write(try encoded("entry \(i)")) }
         let before = bytesInDirectory()
         let older = directory.appendingPathComponent(CacheKey(parts: ["entry 2"]).digest + DiskTier<String>.suffix)
         let olderBytes = try #require(try FileManager.default.attributesOfItem(atPath: older.path)[.size] as? Int)
-        #expect(try tier.write(envelope("entry 2", String(repeating: "long ", count: 1_000))) == (1, nil))
+        #expect(try tier.write(try encoded("entry 2", String(repeating: "long ", count: 1_000))) == (1, nil))
         // The key's older file is gone (it no longer stands for the value), the others stay.
         #expect(bytesInDirectory() == before - olderBytes)
         #expect(tier.byteCount == bytesInDirectory())
@@ -79,7 +79,7 @@ struct DiskTierByteCountTests {
         let start = Date()
         for i in 0 ..< 12 {
             _ = try tier.write(Envelope(key: CacheKey(parts: ["entry \(i)"], tags: i % 3 == 0 ? ["third"] : []),
-                                        created: start.addingTimeInterval(Double(i)), value: "value \(i)"))
+                                        created: start.addingTimeInterval(Double(i)), value: "value \(i)").encoded())
         }
         #expect(tier.removeAll { key, _ in key.tags.contains("third") } == 4)
         #expect(tier.byteCount == bytesInDirectory())
@@ -96,27 +96,27 @@ struct DiskTierByteCountTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let app = try DiskTier<String>(directory: directory, byteLimit: 1 << 20)
         let widget = try DiskTier<String>(directory: directory, byteLimit: 1 << 20)
-        for i in 0 ..< 3 { _ = try app.write(envelope("app \(i)")) }
+        for i in 0 ..< 3 { _ = try app.write(try encoded("app \(i)")) }
         #expect(app.byteCount == bytesInDirectory())
         try await nextTick()
-        for i in 0 ..< 2 { _ = try widget.write(envelope("widget \(i)", "short")) }
+        for i in 0 ..< 2 { _ = try widget.write(try encoded("widget \(i)", "short")) }
         #expect(app.byteCount == bytesInDirectory() && widget.byteCount == bytesInDirectory())
         try await nextTick()
         widget.remove(CacheKey(parts: ["app 1"]).digest)
         #expect(app.byteCount == bytesInDirectory() && widget.byteCount == bytesInDirectory())
         try await nextTick()
-        _ = try app.write(envelope("app 3"))
+        _ = try app.write(try encoded("app 3"))
         #expect(app.byteCount == bytesInDirectory() && widget.byteCount == bytesInDirectory())
     }
 
     /// Two tiers writing in turns hold one limit for the directory.
     @Test func write_twoTiersWritingInTurnsHoldTheLimitTogether() async throws {
         defer { try? FileManager.default.removeItem(at: directory) }
-        let perFile = try JSONEncoder().encode(envelope("app 10")).count
+        let perFile = try encoded("app 10").data.count
         let limit = 12 * perFile
         let tiers = [try DiskTier<String>(directory: directory, byteLimit: limit), try DiskTier<String>(directory: directory, byteLimit: limit)]
         for i in 10 ..< 50 {
-            _ = try tiers[i % 2].write(envelope("\(i % 2 == 0 ? "app" : "widget") \(i)"))
+            _ = try tiers[i % 2].write(try encoded("\(i % 2 == 0 ? "app" : "widget") \(i)"))
             #expect(bytesInDirectory() <= limit, "after write \(i)")
             try await nextTick()
         }

@@ -160,10 +160,37 @@ struct ResponseCacheTests {
         #expect(try await cache.value(for: b, policy: .cacheOnly) { "" }.origin == .none)
         #expect(try await cache.value(for: a, policy: .cacheOnly) { "" }.origin == .memory)
         #expect(await cache.metrics.evictions == 1)
-        let small = ResponseCache<String>(configuration: .init(memoryByteLimit: 30))
-        _ = try await small.value(for: a) { String(repeating: "x", count: 20) }
-        _ = try await small.value(for: b) { String(repeating: "y", count: 20) }
+        // Bytes count each entry as its encoded envelope: one of these fits in 1,000, two do not.
+        let small = ResponseCache<String>(configuration: .init(memoryByteLimit: 1_000))
+        _ = try await small.value(for: a) { String(repeating: "x", count: 400) }
+        _ = try await small.value(for: b) { String(repeating: "y", count: 400) }
         #expect(try await small.value(for: a, policy: .cacheOnly) { "" }.origin == .none)
+        #expect(try await small.value(for: b, policy: .cacheOnly) { "" }.origin == .memory)
+    }
+
+    /// A value JSON cannot hold (here a non-finite number) reaches its caller but is kept in no
+    /// tier: what the tiers held stays, and the disk tier stays in use for the values that follow.
+    @Test func store_aValueThatDoesNotEncodeIsReturnedButNotCached() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cache = ResponseCache<[Double]>(configuration: .init(directory: directory))
+        let good = CacheKey(parts: ["good"]), bad = CacheKey(parts: ["bad"]), later = CacheKey(parts: ["later"])
+        _ = try await cache.value(for: good) { [1, 2] }
+        let answer = try await cache.value(for: bad) { [.nan] }
+        #expect(answer.origin == .generated && answer.value?.first?.isNaN == true)
+        #expect(try await cache.value(for: bad, policy: .cacheOnly) { [] }.origin == .none)
+        // A refresh that yields such a value leaves the cached one in place.
+        _ = try await cache.value(for: good, policy: .generateIgnoringCache) { [.infinity] }
+        #expect(try await cache.value(for: good, policy: .cacheOnly) { [] }.value == [1, 2])
+        let metrics = await cache.metrics
+        #expect(metrics.unencodableValues == 2 && metrics.lastEncodingError != nil && metrics.lastDiskError == nil)
+        #expect(await cache.hasDiskTier)
+        // The disk still takes values: another cache over the directory reads the good ones.
+        _ = try await cache.value(for: later) { [3] }
+        let reopened = ResponseCache<[Double]>(configuration: .init(directory: directory))
+        #expect(try await reopened.value(for: good, policy: .cacheOnly) { [] }.value == [1, 2])
+        #expect(try await reopened.value(for: later, policy: .cacheOnly) { [] }.origin == .disk)
+        #expect(try await reopened.value(for: bad, policy: .cacheOnly) { [] }.origin == .none)
     }
 
     @Test func singleFlight_thousandRequestsOverTenKeysRunTenGenerations() async throws {
