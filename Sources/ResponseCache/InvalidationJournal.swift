@@ -71,6 +71,10 @@ final class InvalidationJournal {
         locked(exclusive: true) {
             if case .none = read() { start(with: nil) }
         }
+        // Versions before the journal replaced a marker file on every invalidation; nothing reads
+        // it now. (One of them still running on the directory then finds its marker changed, and
+        // does not store the generation it was checking: the safe side.)
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent(".invalidated"))
     }
 
     deinit { close(lockDescriptor) }

@@ -22,6 +22,20 @@ struct SharedDirectoryTests {
         #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.value == "screen v0")
     }
 
+    /// A directory an older version used keeps the marker file its invalidations replaced; opening
+    /// it removes that file and nothing else (the entries are served as before).
+    @Test func open_removesTheMarkerFileOfVersionsBeforeTheJournal() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = CacheKey(parts: ["screen"]), generate = Generator()
+        _ = try await ResponseCache<String>(configuration: .init(directory: directory)).value(for: key) { try await generate("screen") }
+        let marker = directory.appendingPathComponent(".invalidated")
+        try Data(repeating: 7, count: 16).write(to: marker)
+        let before = try Set(FileManager.default.contentsOfDirectory(atPath: directory.path))
+        let reopened = ResponseCache<String>(configuration: .init(directory: directory))
+        #expect(try Set(FileManager.default.contentsOfDirectory(atPath: directory.path)) == before.subtracting([".invalidated"]))
+        #expect(try await reopened.value(for: key, policy: .cacheOnly) { "" }.value == "screen v0")
+    }
+
     /// An invalidation in one cache removes the files, and the other, holding the entry in
     /// memory, stops answering from it: whichever way the entries were invalidated.
     @Test(arguments: ["key", "tag", "data", "all"])
