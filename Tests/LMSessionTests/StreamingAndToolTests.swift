@@ -211,6 +211,24 @@ struct StreamingAndToolTests {
         try await full.expectCacheExact()
     }
 
+    /// A stream through more tool rounds than `.allowed` would take (required, then disallowed by
+    /// the profile): its snapshots are the answer's alone, and the last is `respond`'s answer.
+    @Test func streamResponse_acrossRequiredToolRoundsEndsWithRespondsAnswer() async throws {
+        let rounds = LanguageModelSession.maximumToolRounds + 1
+        let streamed = WeatherTool(), answered = WeatherTool()
+        let stream = LanguageModelSession(profile: RequiredRounds(tool: streamed, rounds: rounds)).streamResponse(to: "Weather?")
+        var snapshots: [String] = []
+        for try await snapshot in stream { snapshots.append(snapshot.content) }
+        let final = try await stream.collect()
+        let response = try await LanguageModelSession(profile: RequiredRounds(tool: answered, rounds: rounds)).respond(to: "Weather?")
+        #expect(streamed.calls.value.withLock { $0 } == rounds && answered.calls.value.withLock { $0 } == rounds)
+        let calls: [String] = (0 ..< rounds).flatMap { _ in ["toolCalls", "toolOutput"] }
+        #expect(final.transcriptEntries.map(\.kind) == ["prompt"] + calls + ["response"])
+        #expect(Array(final.transcriptEntries) == Array(response.transcriptEntries))
+        #expect(!snapshots.isEmpty && snapshots.last == response.content && final.content == response.content)
+        for (a, b) in zip(snapshots, snapshots.dropFirst()) { #expect(b.count >= a.count) }
+    }
+
     /// A tool's output can make the next round longer than the window: the request throws
     /// `contextSizeExceeded` with the counts (not a runtime refusal), the transcript keeps the
     /// prompt and the round so far or nothing, as the policy says, and the session stays usable
