@@ -375,7 +375,9 @@ import Testing
 enum RandomSchema {
     static let patterns = ["[A-Z]{3}-\\d{2}", "(yes|no)", "[a-z]+( [a-z]+)?", "\\d{1,3}\\.\\d", "x*y?z+", "#[0-9a-f]{6}",
                            // Characters the JSON text escapes: a quote, a backslash, a tab, a line feed.
-                           "\"[a-z]{1,5}\"", "\\\\[a-z]+", "[a-z]+\\t\\d", "[a-z]+\\n[a-z]+"]
+                           "\"[a-z]{1,5}\"", "\\\\[a-z]+", "[a-z]+\\t\\d", "[a-z]+\\n[a-z]+",
+                           // Classes with members beyond ASCII, of two, three and four UTF-8 bytes.
+                           "[à-ÿ]{1,4}", "[^a-zé]{2,3}", "[a-z€😀-🙏]+"]
 
     static func object(depth: Int, _ rng: inout SeededGenerator) -> SchemaNode {
         let count = Int.random(in: depth == 0 ? 1 ... 4 : 0 ... 3, using: &rng)

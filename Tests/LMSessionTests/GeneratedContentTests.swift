@@ -312,9 +312,11 @@ import Testing
 
     @Test func patternAutomaton_agreesWithSwiftRegexOnRandomStrings() throws {
         var rng = SeededGenerator(seed: 7)
-        let alphabet = Array("ab09AZ-. x#fé\"\\\t\n")
+        let alphabet = Array("ab09AZ-. x#fé\"\\\t\nàÿĀ€😀🙏\u{7F}\u{80}\u{FFFF}\u{10000}\u{10FFFF}")
         for pattern in RandomSchema.patterns + ["a|b+|(ab)*", "[^a-z]{2,}", "\\w+\\s\\d?", "(?:ab|a)(c|)", "[-.a]+", "é+", ".é.", "\\D\\S",
-                                                ".+", "\\s+", "[\"\\\\]+a", "a\\tb|\\n"] {
+                                                ".+", "\\s+", "[\"\\\\]+a", "a\\tb|\\n",
+                                                "[à-ÿ]+", "[^é]{2}", "[^à-ÿa]+", "[a-é]+", "[é\\d]+", "[\u{80}-\u{FFFF}]+", "[^\u{80}-\u{10FFFF}]*",
+                                                "[😀-\u{10FFFF}]", "[€-😀]{1,3}", "[\\-é]+"] {
             let automaton = try PatternAutomaton(pattern)
             let regex = try Regex(pattern).matchingSemantics(.unicodeScalar)
             // `\w` is ASCII here (documented); Swift's takes `é` too.
@@ -324,6 +326,63 @@ import Testing
                 let expected = (try? regex.wholeMatch(in: s)) != nil
                 #expect(automaton.matches(s) == expected, "/\(pattern)/ on \"\(s)\"")
             }
+        }
+    }
+
+    /// The UTF-8 forms of non-ASCII scalar ranges: byte-range sequences whose strings are the
+    /// encodings of exactly the ranges' scalars, none ill-formed (no surrogate, nothing past
+    /// U+10FFFF); for all of them, the well-formed table's eight rows. Checked by counting every
+    /// string the sequences take against the scalars, and by every scalar in windows around the
+    /// boundaries where encodings change length.
+    @Test func scalarRanges_utf8Sequences_encodeExactlyTheScalarsOfTheRanges() {
+        var rng = SeededGenerator(seed: 31)
+        let boundaries: [UInt32] = [0x80, 0x7FF, 0x800, 0xFFF, 0x1000, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x3FFFF, 0x40000, 0x10FFFF]
+        var sets: [[ClosedRange<UInt32>]] = [[0x80 ... 0x10FFFF], [0xE9 ... 0xE9], [0xE0 ... 0xFF, 0x20AC ... 0x20AC], [0x1F600 ... 0x1F64F],
+                                            [0x0 ... 0x7F], [0x7F ... 0x800], [0xD000 ... 0xE100], [0x10000 ... 0x10FFFF], [0x50 ... 0x11_0000]]
+        for _ in 0 ..< 40 {
+            sets.append((0 ..< Int.random(in: 1 ... 4, using: &rng)).map { _ in
+                let a = boundaries.randomElement(using: &rng)! &+ UInt32.random(in: 0 ... 300, using: &rng) &- 150
+                let b = Bool.random(using: &rng) ? a &+ UInt32.random(in: 0 ... 5000, using: &rng) : UInt32.random(in: 0x80 ... 0x10FFFF, using: &rng)
+                return min(a, b) ... max(a, b)
+            })
+        }
+        func isScalar(_ v: UInt32) -> Bool { v >= 0x80 && v <= 0x10FFFF && !(0xD800 ... 0xDFFF).contains(v) }
+        for ranges in sets {
+            let sequences = ScalarRanges.utf8Sequences(ranges)
+            let taken = sequences.reduce(0) { $0 + $1.reduce(1) { $0 * $1.count } }
+            func overlap(_ a: ClosedRange<UInt32>, _ b: ClosedRange<UInt32>) -> Int {
+                a.overlaps(b) ? a.clamped(to: b).count : 0
+            }
+            let scalars = ScalarRanges.normalized(ranges).reduce(0) { total, r in
+                total + r.count - [0x0 ... 0x7F, 0xD800 ... 0xDFFF, 0x11_0000 ... UInt32.max].reduce(0) { $0 + overlap(r, $1) }
+            }
+            #expect(taken == scalars, "\(ranges)")
+            let window = boundaries.flatMap { b in (b &- 40 ... b &+ 40) } + ranges.flatMap { [$0.lowerBound &- 1, $0.lowerBound, $0.upperBound, $0.upperBound &+ 1] }
+            for v in window where isScalar(v) {
+                let bytes = Array(UTF8.encode(Unicode.Scalar(v)!)!)
+                let found = sequences.contains { $0.count == bytes.count && zip($0, bytes).allSatisfy { $0.contains($1) } }
+                #expect(found == ranges.contains { $0.contains(v) }, "U+\(String(v, radix: 16)) in \(ranges)")
+            }
+        }
+        let all = ScalarRanges.utf8Sequences([ScalarRanges.nonASCII])
+        #expect(all.map { [$0[0], $0[1]] } == WellFormedUTF8.sequences.map { [$0.lead, $0.second] })
+        #expect(all.map(\.count) == WellFormedUTF8.sequences.map(\.length))
+        #expect(ScalarRanges.complement([0xE9 ... 0xE9, 0x50 ... 0x90]) == [0x91 ... 0xE8, 0xEA ... 0x10FFFF])
+        #expect(ScalarRanges.complement([ScalarRanges.nonASCII]).isEmpty)
+    }
+
+    /// A negated class with a non-ASCII member takes the UTF-8 forms of everything else (about a
+    /// dozen byte sequences), so it still builds at the largest counted repetition, and refuses
+    /// only the member wherever it stands.
+    @Test func patternAutomaton_negatedNonASCIIClass_buildsAtTheLargestRepetition() throws {
+        let automaton = try PatternAutomaton("[^é]{\(PatternAutomaton.maximumRepetition)}")
+        let pieces = ["a", "è", "ê", "\u{80}", "\u{7FF}", "\u{800}", "\u{D7FF}", "\u{E000}", "€", "😀", "\u{10FFFF}", "\""]
+        var rng = SeededGenerator(seed: 5)
+        for _ in 0 ..< 20 {
+            var text = (0 ..< PatternAutomaton.maximumRepetition).map { _ in pieces.randomElement(using: &rng)! }
+            #expect(automaton.matches(text.joined()), "\(text)")
+            text[Int.random(in: 0 ..< text.count, using: &rng)] = "é"
+            #expect(!automaton.matches(text.joined()), "\(text)")
         }
     }
 

@@ -2,7 +2,8 @@
 /// decoder can tell after every byte whether a whole match is still reachable, and how many
 /// bytes away the nearest one is.
 ///
-/// Supported: literals (any UTF-8), `.`, classes `[a-z]`/`[^...]` (ASCII members), escapes
+/// Supported: literals (any UTF-8), `.`, classes `[a-z]`/`[^...]` (members and ranges of any
+/// scalars, `[à-ÿ€]`, `[^é]`: beyond ASCII compiled through ``ScalarRanges``), escapes
 /// `\d \w \s \D \W \S` and escaped punctuation, groups `(...)`/`(?:...)`, alternation `|`, quantifiers
 /// `* + ? {n} {n,} {n,m} {,m}` (as Swift's `Regex` reads them: spaces inside the braces allowed; a
 /// trailing `?` or `+` on a quantifier is accepted and ignored), and
@@ -15,9 +16,9 @@
 /// `\D \W \S`), which the JSON text holds as two-byte escapes: the automaton runs over the JSON
 /// bytes between the quotes, each of those characters reached through a state after its
 /// backslash, so the distances count the escapes' bytes. Other control characters never match.
-/// `.`, negated classes and `\D \W \S` match one whole non-ASCII character; `\d \w \s` and
-/// class members are ASCII (`\w` is `[A-Za-z0-9_]`, where Swift's `Regex` also takes letters
-/// such as `é`; `\s` is space, tab, line feed and carriage return).
+/// `.`, negated classes and `\D \W \S` match one whole non-ASCII character; `\d \w \s` are
+/// ASCII (`\w` is `[A-Za-z0-9_]`, where Swift's `Regex` also takes letters such as `é`; `\s` is
+/// space, tab, line feed and carriage return).
 ///
 /// Matching is scalar by scalar, as Swift's `Regex` with `matchingSemantics(.unicodeScalar)`:
 /// `.` may take a combining mark, which in a `String` joins the character before it, so a
@@ -166,6 +167,8 @@ indirect enum PatternNode {
     case bytes(ByteSet)
     /// The ASCII bytes of `ascii`, or any one non-ASCII character.
     case asciiOrAnyScalar(ByteSet)
+    /// One non-ASCII scalar whose value is in one of the ranges.
+    case scalars([ClosedRange<UInt32>])
     case sequence([PatternNode])
     case alternation([PatternNode])
     case repeated(PatternNode, min: Int, max: Int?)
@@ -194,12 +197,10 @@ struct NFA {
             edges[s].append((set, e))
             return (s, e)
         case let .asciiOrAnyScalar(ascii):
-            let continuation = PatternNode.bytes(ByteSet(range: WellFormedUTF8.continuation))
-            let scalars = WellFormedUTF8.sequences.map { row in
-                PatternNode.sequence([.bytes(ByteSet(range: row.lead)), .bytes(ByteSet(range: row.second))]
-                    + Array(repeating: continuation, count: row.length - 2))
-            }
-            return try build(.alternation([.bytes(ascii.subtracting(ByteSet(range: 0x80 ... 0xFF)))] + scalars), pattern: pattern)
+            return try build(.alternation([.bytes(ascii.subtracting(ByteSet(range: 0x80 ... 0xFF))), .scalars([ScalarRanges.nonASCII])]),
+                             pattern: pattern)
+        case let .scalars(ranges):
+            return scalars(ScalarRanges.utf8Sequences(ranges))
         case let .sequence(parts):
             let s = add()
             var end = s
@@ -249,6 +250,29 @@ struct NFA {
         }
     }
 
+
+    /// One scalar whose UTF-8 forms are `sequences` (byte ranges a position), as a few states: the
+    /// start takes each sequence's first byte, and the rest of a sequence is a state shared with
+    /// every other sequence that ends alike (all eight rows of well-formed UTF-8 end in one, two or
+    /// three continuation bytes). A chain of states per sequence, under counted repetition, made
+    /// `[^é]{64}` too large a subset construction to build.
+    private mutating func scalars(_ sequences: [[ClosedRange<UInt8>]]) -> (Int, Int) {
+        let s = add(), e = add()
+        var ends: [[ClosedRange<UInt8>]: Int] = [[]: e]   // a state for each way a sequence goes on
+        for sequence in sequences {
+            var next = e
+            for j in stride(from: sequence.count - 1, through: 1, by: -1) {
+                let rest = Array(sequence[j...])
+                if let known = ends[rest] { next = known; continue }
+                let state = add()
+                edges[state].append((ByteSet(range: sequence[j]), next))
+                ends[rest] = state
+                next = state
+            }
+            edges[s].append((ByteSet(range: sequence[0]), next))
+        }
+        return (s, e)
+    }
 }
 
 /// Epsilon closures of NFA state sets, with one reusable visit mark per state (the subset
@@ -448,10 +472,15 @@ struct PatternParser {
         var negated = false
         if i < b.count, b[i] == UInt8(ascii: "^") { negated = true; i += 1 }
         var set = ByteSet()
+        var wide: [ClosedRange<UInt32>] = []   // the members beyond ASCII, as scalar values
+        func add(_ lo: UInt32, _ hi: UInt32) {
+            if lo < 0x80 { set = set.union(ByteSet(range: UInt8(lo) ... UInt8(min(hi, 0x7F)))) }
+            if hi >= 0x80 { wide.append(max(lo, 0x80) ... hi) }
+        }
         var first = true
         while i < b.count, b[i] != UInt8(ascii: "]") || first {
             first = false
-            var lo: UInt8
+            let lo: UInt32
             if b[i] == UInt8(ascii: "\\") {
                 i += 1
                 guard i < b.count else { throw fail("a trailing backslash") }
@@ -460,27 +489,40 @@ struct PatternParser {
                     set = set.union(s)
                     continue
                 }
-                lo = (0 ... 255).first { s.contains(UInt8($0)) }.map(UInt8.init)!
+                lo = UInt32((0 ... 255).first { s.contains(UInt8($0)) }!)
             } else {
-                guard b[i] < 0x80 else { throw fail("non-ASCII characters inside [...] are not supported") }
                 guard b[i] != UInt8(ascii: "[") else { throw fail("nested classes and class set operations are not supported") }
-                lo = b[i]
-                i += 1
+                lo = scalar()
             }
             if i + 1 < b.count, b[i] == UInt8(ascii: "-"), b[i + 1] != UInt8(ascii: "]") {
                 i += 1
-                var hi = b[i]
-                if hi == UInt8(ascii: "\\"), i + 1 < b.count { i += 1; hi = b[i] }
-                i += 1
-                guard hi >= lo else { throw fail("range \(Character(UnicodeScalar(lo)))-\(Character(UnicodeScalar(hi))) is reversed") }
-                set = set.union(ByteSet(range: lo ... hi))
+                if b[i] == UInt8(ascii: "\\"), i + 1 < b.count { i += 1 }
+                let hi = scalar()
+                guard hi >= lo else { throw fail("range \(Character(Unicode.Scalar(lo)!))-\(Character(Unicode.Scalar(hi)!)) is reversed") }
+                add(lo, hi)
             } else {
-                set.insert(lo)
+                add(lo, lo)
             }
         }
         guard i < b.count else { throw fail("unclosed '['") }
         i += 1
-        if negated { return .asciiOrAnyScalar(ByteSet.patternContent.subtracting(set)) }
-        return .bytes(set.subtracting(ByteSet.all.subtracting(ByteSet.patternContent)))
+        let ascii = set.subtracting(ByteSet.all.subtracting(ByteSet.patternContent))
+        if negated {
+            if wide.isEmpty { return .asciiOrAnyScalar(ByteSet.patternContent.subtracting(set)) }
+            let others = ByteSet.patternContent.subtracting(set).subtracting(ByteSet(range: 0x80 ... 0xFF))
+            return .alternation([.bytes(others), .scalars(ScalarRanges.complement(wide))])
+        }
+        return wide.isEmpty ? .bytes(ascii) : .alternation([.bytes(ascii), .scalars(wide)])
+    }
+
+    /// The scalar whose UTF-8 starts at `i` (the pattern is a `String`, so its bytes are
+    /// well-formed), moving past it.
+    private mutating func scalar() -> UInt32 {
+        let lead = b[i]
+        let length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4
+        var value = length == 1 ? UInt32(lead) : UInt32(lead) & (0x7F >> length)
+        for k in 1 ..< length where i + k < b.count { value = value << 6 | UInt32(b[i + k] & 0x3F) }
+        i = min(b.count, i + length)
+        return value
     }
 }
