@@ -386,6 +386,25 @@ import Testing
         }
     }
 
+    /// A class of thousands of separate non-ASCII members (every other scalar from U+0100): alone it
+    /// takes exactly its members; repeated 64 times it is refused with a typed error as too large
+    /// (its states, or the construction's work, which counts every edge it visits), not built.
+    @Test func patternAutomaton_classOfThousandsOfMembers_isExactOrRefusedAsTooLarge() throws {
+        let members = stride(from: UInt32(0x100), to: 0x100 + 2 * 6_000, by: 2).map { String(Character(Unicode.Scalar($0)!)) }.joined()
+        do {
+            _ = try PatternAutomaton("[\(members)]{64}")
+            Issue.record("a class of 6,000 members repeated 64 times was built")
+        } catch let GenerationSchema.SchemaError.unsupportedPattern(_, reason) {
+            #expect(reason.contains("too large") || reason.contains("more than"), "\(reason)")
+        }
+        let one = try PatternAutomaton("[\(members)]")
+        let probes: [UInt32] = [0xFF, 0x100, 0x101, 0x7FE, 0x7FF, 0x800, 0x801, 0x100 + 2 * 5_999, 0x100 + 2 * 6_000]
+        for v in probes {
+            let taken = v >= 0x100 && v < 0x100 + 2 * 6_000 && v % 2 == 0
+            #expect(one.matches(String(Character(Unicode.Scalar(v)!))) == taken, "U+\(String(v, radix: 16))")
+        }
+    }
+
     /// Braces as Swift's `Regex` reads them: `{,m}` is up to m, spaces may stand inside a
     /// quantifier, and a brace that opens no quantifier (`{}`, `{,}`, unclosed) is a literal.
     @Test func patternAutomaton_braces_areReadAsSwiftRegexReadsThem() throws {

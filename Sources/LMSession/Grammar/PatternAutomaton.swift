@@ -60,7 +60,7 @@ struct PatternAutomaton: Sendable {
         var i = 0, work = 0
         while i < sets.count {
             var row = [Int32](repeating: -1, count: 256)
-            work += 256 * sets[i].count
+            work += 256 * sets[i].reduce(0) { $0 + max(1, nfa.edges[$1].count) }   // the loop below visits every edge
             guard work <= Self.maximumConstructionWork else {
                 throw GenerationSchema.SchemaError.unsupportedPattern(pattern, reason: "its automaton is too large to build (over \(sets.count) states of up to \(sets[i].count) alternatives each)")
             }
@@ -186,11 +186,16 @@ struct NFA {
         return edges.count - 1
     }
 
-    mutating func build(_ node: PatternNode, pattern: String) throws -> (Int, Int) {
+    /// Refuses the pattern once its states pass ``PatternAutomaton/maximumNFAStates``.
+    private func checkSize(_ pattern: String) throws {
         guard edges.count <= PatternAutomaton.maximumNFAStates else {
             throw GenerationSchema.SchemaError.unsupportedPattern(
                 pattern, reason: "its automaton is too large to build (over \(PatternAutomaton.maximumNFAStates) NFA states)")
         }
+    }
+
+    mutating func build(_ node: PatternNode, pattern: String) throws -> (Int, Int) {
+        try checkSize(pattern)
         switch node {
         case let .bytes(set):
             let s = add(), e = add()
@@ -200,7 +205,9 @@ struct NFA {
             return try build(.alternation([.bytes(ascii.subtracting(ByteSet(range: 0x80 ... 0xFF))), .scalars([ScalarRanges.nonASCII])]),
                              pattern: pattern)
         case let .scalars(ranges):
-            return scalars(ScalarRanges.utf8Sequences(ranges))
+            let ends = scalars(ScalarRanges.utf8Sequences(ranges))
+            try checkSize(pattern)   // a class of thousands of ranges
+            return ends
         case let .sequence(parts):
             let s = add()
             var end = s
@@ -250,15 +257,15 @@ struct NFA {
         }
     }
 
-
     /// One scalar whose UTF-8 forms are `sequences` (byte ranges a position), as a few states: the
-    /// start takes each sequence's first byte, and the rest of a sequence is a state shared with
-    /// every other sequence that ends alike (all eight rows of well-formed UTF-8 end in one, two or
-    /// three continuation bytes). A chain of states per sequence, under counted repetition, made
+    /// rest of a sequence after its first byte is a state shared with every other sequence that
+    /// ends alike (all eight rows of well-formed UTF-8 end in one, two or three continuation
+    /// bytes), and the start has one edge to each such state, on all the first bytes that lead there. A chain of states per sequence, under counted repetition, made
     /// `[^é]{64}` too large a subset construction to build.
     private mutating func scalars(_ sequences: [[ClosedRange<UInt8>]]) -> (Int, Int) {
         let s = add(), e = add()
         var ends: [[ClosedRange<UInt8>]: Int] = [[]: e]   // a state for each way a sequence goes on
+        var firsts: [Int: ByteSet] = [:]                   // the first bytes leading to each of those
         for sequence in sequences {
             var next = e
             for j in stride(from: sequence.count - 1, through: 1, by: -1) {
@@ -269,8 +276,9 @@ struct NFA {
                 ends[rest] = state
                 next = state
             }
-            edges[s].append((ByteSet(range: sequence[0]), next))
+            firsts[next, default: ByteSet()] = firsts[next, default: ByteSet()].union(ByteSet(range: sequence[0]))
         }
+        for (next, bytes) in firsts.sorted(by: { $0.key < $1.key }) { edges[s].append((bytes, next)) }
         return (s, e)
     }
 }
