@@ -12,16 +12,19 @@ struct Envelope<Value: Codable & Sendable>: Codable, Sendable {
     var created: Date
     var value: Value
 
-    /// An envelope as its file holds it; the memory tier counts the same bytes.
+    /// An envelope as its file holds it (the memory tier counts the same bytes), with the key and
+    /// creation time the disk tier indexes.
     struct Encoded {
-        let digest: String
+        let key: CacheKey
+        let created: Date
         let data: Data
+        var digest: String { key.digest }
     }
 
     /// The file's bytes.
     /// - Throws: the encoder's error, for a value JSON cannot hold (a non-finite number, or a
     ///   value whose `encode(to:)` throws).
-    func encoded() throws -> Encoded { Encoded(digest: key.digest, data: try JSONEncoder().encode(self)) }
+    func encoded() throws -> Encoded { Encoded(key: key, created: created, data: try JSONEncoder().encode(self)) }
 }
 
 /// An envelope's key and creation time, decoded without its value.
@@ -45,12 +48,15 @@ enum DiskTierError: Error, CustomStringConvertible {
 
 /// One file per entry in a directory of its own, written atomically (``AtomicFile``: temp file,
 /// then renamed), bounded in bytes with oldest-first (least recently used) eviction.
-/// Keeps no index: the byte count comes from listing the directory, so processes sharing it (an
+/// The directory is the truth: the byte count comes from listing it, so processes sharing it (an
 /// app and its extensions) see each other's entries and hold the byte limit together. Between
 /// listings it is carried forward by this tier's own writes and removals, and the directory is
 /// listed again when its modification time shows a change this tier did not make, or when the
 /// count passes the limit; eviction then goes down to ``lowWater``, so a full cache lists its
 /// directory once per sixteenth of the limit written, not on every write.
+/// What it keeps besides is a cache of each file's key and creation time (``removeAll(where:)``
+/// reads a file's header only when it has not seen that file: another inode, size or
+/// status-change time), so invalidating a tag costs a listing, not a read of every entry.
 final class DiskTier<Value: Codable & Sendable> {
     let directory: URL
     let byteLimit: Int
@@ -68,6 +74,39 @@ final class DiskTier<Value: Codable & Sendable> {
     private var lastChange: Int?
     /// Directory listings so far (tests check that writes under the limit list nothing).
     private(set) var listings = 0
+    /// Entry files read for their key and creation time so far (tests check that files this tier
+    /// wrote, read or read before are not read again).
+    private(set) var headerReads = 0
+
+    /// A file's key and creation time, and which file they came from: the same name with another
+    /// inode (replaced by a rename), size or status-change time (rewritten in place, or touched)
+    /// is read again. The status-change time also tells a file apart from an earlier one whose
+    /// inode number it got back.
+    private struct KnownHeader {
+        var file: FileStatus
+        var key: CacheKey
+        var created: Date
+    }
+    /// Headers of entry files, by file name: from this tier's writes and reads, and from the files
+    /// ``removeAll(where:)`` read. A few hundred bytes an entry (its key's digest, tags and
+    /// fingerprint).
+    private var headers: [String: KnownHeader] = [:]
+    /// How many files' headers the tier holds (tests check that none outlives its file).
+    var knownHeaderCount: Int { headers.count }
+
+    /// What identifies one version of a file.
+    struct FileStatus: Equatable {
+        var inode: UInt64
+        var bytes: Int
+        /// Status-change time (ns): moves on every write, rename and time-stamp change.
+        var changed: Int
+
+        init(_ status: stat) {
+            inode = UInt64(status.st_ino)
+            bytes = Int(status.st_size)
+            changed = DiskTier.nanoseconds(DiskTier.statusChangeTime(status))
+        }
+    }
 
     /// Opens (creating, mode 0700) `directory`; removes temp files whose writer is gone (killed
     /// mid-write), never one another process is writing.
@@ -88,6 +127,7 @@ final class DiskTier<Value: Codable & Sendable> {
     }
 
     private func file(_ digest: String) -> URL { directory.appendingPathComponent(digest + Self.suffix) }
+    private func name(_ digest: String) -> String { digest + Self.suffix }
 
     /// Reads an entry, the inode of the file it came from and its size; a truncated or garbled
     /// file is removed and reported.
@@ -103,19 +143,23 @@ final class DiskTier<Value: Codable & Sendable> {
             remove(digest)
             return .failure(.corrupt(url.lastPathComponent))
         }
-        touch(digest)   // LRU: touched on use
+        // LRU: the file read is touched on use (not whatever the name may stand for by now).
+        if futimens(handle.fileDescriptor, nil) == 0 { _ = fstat(handle.fileDescriptor, &status) }
+        headers[url.lastPathComponent] = KnownHeader(file: FileStatus(status), key: envelope.key, created: envelope.created)
         return .success((envelope, UInt64(status.st_ino), data.count))
     }
 
     /// The inode of `digest`'s file (`nil`: there is none). A file another process wrote since
     /// (replaced by rename) has another; one it invalidated or evicted is gone.
-    func inode(_ digest: String) -> UInt64? {
-        var status = stat()
-        return stat(file(digest).path, &status) == 0 ? UInt64(status.st_ino) : nil
-    }
+    func inode(_ digest: String) -> UInt64? { status(digest)?.inode }
 
     /// Marks `digest`'s file as used now, for the least-recently-used eviction.
-    func touch(_ digest: String) { utimes(file(digest).path, nil) }
+    func touch(_ digest: String) {
+        guard utimes(file(digest).path, nil) == 0, var known = headers[name(digest)], let now = status(digest),
+              now.inode == known.file.inode, now.bytes == known.file.bytes else { return }
+        known.file = now   // the same file, touched: its header still holds
+        headers[name(digest)] = known
+    }
 
     /// Writes an entry atomically (``AtomicFile/write(_:to:stem:marker:durable:)``); when the
     /// byte count then passes the limit, evicts the least recently used files of the directory
@@ -138,37 +182,54 @@ final class DiskTier<Value: Codable & Sendable> {
         }
         tally += written.bytes - replaced
         lastChange = unchanged ? modified() : nil
+        // Known unless another process replaced it since; eviction forgets what it removes.
+        headers[name(digest)] = status(digest).flatMap {
+            $0.inode == written.inode ? KnownHeader(file: $0, key: entry.key, created: entry.created) : nil
+        }
         let evicted = lastChange == nil || tally > byteLimit ? evictOverLimit() : 0
-        return (evicted, inode(digest) == written.inode ? written.inode : nil)
+        return (evicted, headers[name(digest)] != nil ? written.inode : nil)
     }
 
     /// Removes `digest`'s file, if there is one.
     func remove(_ digest: String) {
         let unchanged = isUnchanged()
+        headers[name(digest)] = nil
         guard let bytes = size(of: digest), unlink(file(digest).path) == 0 else { return }
         tally -= bytes
         lastChange = unchanged ? modified() : nil
     }
 
-    /// Removes every entry file whose key and creation time `matches` accepts, reading only
-    /// those two from each (corrupt files are left for `read` to remove when asked for), or every
-    /// entry file, unread, when `matches` is `nil`.
+    /// Removes every entry file whose key and creation time `matches` accepts, or every entry
+    /// file when `matches` is `nil`. A file's key and creation time come from what this tier
+    /// knows of that very file, else from its header (corrupt files are left for `read` to
+    /// remove when asked for).
     /// - Returns: how many files were removed.
     func removeAll(where matches: ((_ key: CacheKey, _ created: Date) -> Bool)?) -> Int {
-        let decoder = JSONDecoder()
         var removed = 0
         for entry in list() {
-            let path = directory.appendingPathComponent(entry.name).path
             if let matches {
-                guard let data = fm.contents(atPath: path), let header = try? decoder.decode(EnvelopeHeader.self, from: data),
-                      matches(header.key, header.created) else { continue }
+                guard let header = header(of: entry), matches(header.key, header.created) else { continue }
             }
-            guard unlink(path) == 0 else { continue }
-            tally -= entry.bytes
+            guard unlink(directory.appendingPathComponent(entry.name).path) == 0 else { continue }
+            headers[entry.name] = nil
+            tally -= entry.file.bytes
             removed += 1
         }
         lastChange = nil   // list again before the count is trusted: others may have written meanwhile
         return removed
+    }
+
+    /// The key and creation time of a listed file: known, or read from its header.
+    private func header(of entry: Listed) -> KnownHeader? {
+        if let known = headers[entry.name], known.file == entry.file { return known }
+        headerReads += 1
+        guard let data = fm.contents(atPath: directory.appendingPathComponent(entry.name).path),
+              let header = try? JSONDecoder().decode(EnvelopeHeader.self, from: data) else { return nil }
+        // Kept under the listing's status: a file replaced after the listing has another, and
+        // is read again next time.
+        let known = KnownHeader(file: entry.file, key: header.key, created: header.created)
+        headers[entry.name] = known
+        return known
     }
 
     /// Total bytes of entry files (listed again only when the directory changed other than by this tier).
@@ -177,8 +238,8 @@ final class DiskTier<Value: Codable & Sendable> {
         return tally
     }
 
-    /// An entry file as listed: its name, size and last use (modification time, ns).
-    private typealias Listed = (name: String, bytes: Int, used: Int)
+    /// An entry file as listed: its name, which version of it, and its last use (modification time, ns).
+    private typealias Listed = (name: String, file: FileStatus, used: Int)
 
     /// The directory's entry files, one `fstatat` each; sets the byte count from them.
     private func list() -> [Listed] {
@@ -191,10 +252,12 @@ final class DiskTier<Value: Codable & Sendable> {
             for name in (try? fm.contentsOfDirectory(atPath: directory.path)) ?? [] where name.hasSuffix(Self.suffix) {
                 var status = stat()
                 guard fstatat(descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0, status.st_mode & S_IFMT == S_IFREG else { continue }
-                listed.append((name, Int(status.st_size), Self.nanoseconds(Self.modificationTime(status))))
+                listed.append((name, FileStatus(status), Self.nanoseconds(Self.modificationTime(status))))
             }
         }
-        tally = listed.reduce(0) { $0 + $1.bytes }
+        tally = listed.reduce(0) { $0 + $1.file.bytes }
+        let names = Set(listed.map(\.name))
+        headers = headers.filter { names.contains($0.key) }   // forget files others removed
         lastChange = before
         return listed
     }
@@ -209,7 +272,8 @@ final class DiskTier<Value: Codable & Sendable> {
             if tally <= lowWater { break }
             let unchanged = isUnchanged()
             guard unlink(directory.appendingPathComponent(oldest.name).path) == 0 else { continue }
-            tally -= oldest.bytes
+            headers[oldest.name] = nil
+            tally -= oldest.file.bytes
             lastChange = unchanged ? modified() : nil
             evicted += 1
         }
@@ -217,9 +281,12 @@ final class DiskTier<Value: Codable & Sendable> {
     }
 
     /// The size of `digest`'s file (`nil`: there is none).
-    private func size(of digest: String) -> Int? {
+    private func size(of digest: String) -> Int? { status(digest)?.bytes }
+
+    /// Which version of `digest`'s file is there (`nil`: none).
+    private func status(_ digest: String) -> FileStatus? {
         var status = stat()
-        return stat(file(digest).path, &status) == 0 ? Int(status.st_size) : nil
+        return stat(file(digest).path, &status) == 0 ? FileStatus(status) : nil
     }
 
     /// Whether the directory is as this tier last saw it.
@@ -236,6 +303,14 @@ final class DiskTier<Value: Codable & Sendable> {
         status.st_mtimespec
         #else
         status.st_mtim
+        #endif
+    }
+
+    private static func statusChangeTime(_ status: stat) -> timespec {
+        #if canImport(Darwin)
+        status.st_ctimespec
+        #else
+        status.st_ctim
         #endif
     }
 
