@@ -155,9 +155,10 @@ final class DiskTier<Value: Codable & Sendable> {
 
     /// Marks `digest`'s file as used now, for the least-recently-used eviction.
     func touch(_ digest: String) {
-        guard utimes(file(digest).path, nil) == 0, var known = headers[name(digest)], let now = status(digest),
-              now.inode == known.file.inode, now.bytes == known.file.bytes else { return }
-        known.file = now   // the same file, touched: its header still holds
+        let known = headers[name(digest)], before = known.flatMap { _ in status(digest) }
+        guard utimes(file(digest).path, nil) == 0, var known, before == known.file, let now = status(digest),
+              now.inode == known.file.inode else { return }
+        known.file = now   // the file it knew, touched (a rename in between would show another inode)
         headers[name(digest)] = known
     }
 
