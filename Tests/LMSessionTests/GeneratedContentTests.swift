@@ -312,7 +312,10 @@ import Testing
 
     @Test func patternAutomaton_agreesWithSwiftRegexOnRandomStrings() throws {
         var rng = SeededGenerator(seed: 7)
-        let alphabet = Array("ab09AZ-. x#fé\"\\\t\nàÿĀ€😀🙏\u{7F}\u{80}\u{FFFF}\u{10000}\u{10FFFF}")
+        // Characters the wildcards may produce (ASCII and standalone ones: where the automaton and
+        // `Regex` must agree), then ones they never produce (where the automaton may only refuse).
+        let alphabet = Array("ab09AZ-. x#fé\"\\\t\nàÿĀ€😀🙏→")
+        let others = Array("\u{7F}\u{80}\u{FFFF}\u{10000}\u{10FFFF}\u{301}\u{2028}\u{A0}一²")
         for pattern in RandomSchema.patterns + ["a|b+|(ab)*", "[^a-z]{2,}", "\\w+\\s\\d?", "(?:ab|a)(c|)", "[-.a]+", "é+", ".é.", "\\D\\S",
                                                 ".+", "\\s+", "[\"\\\\]+a", "a\\tb|\\n",
                                                 "[à-ÿ]+", "[^é]{2}", "[^à-ÿa]+", "[a-é]+", "[é\\d]+", "[\u{80}-\u{FFFF}]+", "[^\u{80}-\u{10FFFF}]*",
@@ -325,6 +328,10 @@ import Testing
                 let s = String((0 ..< Int.random(in: 0 ... 8, using: &rng)).map { _ in letters.randomElement(using: &rng)! })
                 let expected = (try? regex.wholeMatch(in: s)) != nil
                 #expect(automaton.matches(s) == expected, "/\(pattern)/ on \"\(s)\"")
+            }
+            for _ in 0 ..< 200 {
+                let s = String((0 ..< Int.random(in: 1 ... 6, using: &rng)).map { _ in (Bool.random(using: &rng) ? others : alphabet).randomElement(using: &rng)! })
+                if automaton.matches(s) { #expect((try? regex.wholeMatch(in: s)) != nil, "/\(pattern)/ on \"\(s)\"") }
             }
         }
     }
@@ -371,19 +378,66 @@ import Testing
         #expect(ScalarRanges.complement([ScalarRanges.nonASCII]).isEmpty)
     }
 
-    /// A negated class with a non-ASCII member takes the UTF-8 forms of everything else (about a
-    /// dozen byte sequences), so it still builds at the largest counted repetition, and refuses
-    /// only the member wherever it stands.
+    /// A negated class with a non-ASCII member takes the UTF-8 forms of every other standalone
+    /// scalar (``ScalarRanges/standalone``), so it still builds at the largest counted repetition,
+    /// and refuses the member, and whatever is not standalone, wherever it stands.
     @Test func patternAutomaton_negatedNonASCIIClass_buildsAtTheLargestRepetition() throws {
         let automaton = try PatternAutomaton("[^é]{\(PatternAutomaton.maximumRepetition)}")
-        let pieces = ["a", "è", "ê", "\u{80}", "\u{7FF}", "\u{800}", "\u{D7FF}", "\u{E000}", "€", "😀", "\u{10FFFF}", "\""]
+        let pieces = ["a", "è", "ê", "¡", "\u{2FF}", "\u{400}", "\u{57F}", "ễ", "—", "€", "→", "中", "가", "😀", "\u{1F9FF}", "\""]
         var rng = SeededGenerator(seed: 5)
-        for _ in 0 ..< 20 {
+        for refused in ["é", "\u{80}", "\u{301}", "\u{2028}", "\u{1F3FB}", "\u{10FFFF}"] {
             var text = (0 ..< PatternAutomaton.maximumRepetition).map { _ in pieces.randomElement(using: &rng)! }
             #expect(automaton.matches(text.joined()), "\(text)")
-            text[Int.random(in: 0 ..< text.count, using: &rng)] = "é"
+            text[Int.random(in: 0 ..< text.count, using: &rng)] = refused
             #expect(!automaton.matches(text.joined()), "\(text)")
         }
+    }
+
+    /// What the wildcards produce beyond ASCII (``ScalarRanges/standalone`` and its subsets), scalar
+    /// by scalar, every one of them: a character of its own whatever stands before or after it (so
+    /// a match means the same under `Regex`'s grapheme-cluster semantics as under its scalar ones),
+    /// and one that `Regex` takes, under both, for `.` and `\S`, for `\D` (``ScalarRanges/standaloneNonDigits``)
+    /// and for `\W` (``ScalarRanges/standaloneNonWord``, inside ``ScalarRanges/standalone``).
+    @Test func scalarRanges_standalone_isCharactersOfTheirOwnThatRegexWildcardsTake() throws {
+        func both(_ pattern: String) throws -> (String) -> Bool {
+            let grapheme = try Regex(pattern), scalar = grapheme.matchingSemantics(.unicodeScalar)
+            return { s in (try? grapheme.wholeMatch(in: s)) != nil && (try? scalar.wholeMatch(in: s)) != nil }
+        }
+        let dot = try both("."), notSpace = try both("\\S"), notDigit = try both("\\D"), notWord = try both("\\W")
+        func scalars(_ ranges: [ClosedRange<UInt32>]) -> [String] {
+            ranges.flatMap { $0.compactMap { Unicode.Scalar($0).map { String(Character($0)) } } }
+        }
+        var checked = 0
+        for c in scalars(ScalarRanges.standalone) {
+            checked += 1
+            #expect(("a" + c + "a").count == 3 && (c + c).count == 2 && (c + "\n").count == 2, "U+\(String(c.unicodeScalars.first!.value, radix: 16)) joins")
+            #expect(dot(c) && notSpace(c), "U+\(String(c.unicodeScalars.first!.value, radix: 16))")
+        }
+        #expect(checked > 30_000)
+        let standalone = Set(scalars(ScalarRanges.standalone))
+        for c in scalars(ScalarRanges.standaloneNonDigits) { #expect(notDigit(c) && standalone.contains(c), "U+\(String(c.unicodeScalars.first!.value, radix: 16))") }
+        for c in scalars(ScalarRanges.standaloneNonWord) { #expect(notWord(c) && standalone.contains(c), "U+\(String(c.unicodeScalars.first!.value, radix: 16))") }
+    }
+
+    /// The wildcards never produce a scalar that joins its neighbour or that `Regex` refuses there:
+    /// combining marks, joiners, regional indicators, emoji modifiers, line and paragraph
+    /// separators, whitespace, Unicode digits under `\D` (and in `[^\d]`), letters under `\W`;
+    /// and a negated class with `\D`, `\W` or `\S` among its members produces nothing beyond ASCII.
+    @Test func patternAutomaton_wildcards_produceNothingRegexRefusesUnderEitherSemantics() throws {
+        let tricky = ["\u{301}", "\u{200D}", "\u{200C}", "\u{1F1E6}", "\u{1F3FB}", "\u{2028}", "\u{2029}", "\u{85}", "\u{A0}", "\u{3000}",
+                      "\u{2009}", "一", "²", "½", "①", "\u{661}", "\u{966}", "é", "Ж", "ß", "\u{93F}", "\u{E33}", "\u{1100}", "\u{AC00}\u{11A8}",
+                      "\r\n", "€", "→", "😀"]
+        for pattern in [".", "\\D", "\\W", "\\S", "[^a]", "[^\\d]", "[^\\w]", "[^\\D]", "[^\\W]", "[^\\S]", "[^é\\d]", ".{2}", "[^x]{2}"] {
+            let automaton = try PatternAutomaton(pattern)
+            let grapheme = try Regex(pattern), scalar = grapheme.matchingSemantics(.unicodeScalar)
+            for c in tricky + tricky.flatMap({ a in ["a", "é", "\u{1F1E8}"].map { a + $0 } }) where automaton.matches(c) {
+                #expect((try? grapheme.wholeMatch(in: c)) != nil && (try? scalar.wholeMatch(in: c)) != nil,
+                        "/\(pattern)/ takes \(c.unicodeScalars.map { String($0.value, radix: 16) }), which Regex refuses")
+            }
+        }
+        // What each still takes beyond ASCII.
+        #expect(try PatternAutomaton(".").matches("é") && PatternAutomaton("\\D").matches("é") && PatternAutomaton("\\W").matches("€"))
+        #expect(try !PatternAutomaton("\\W").matches("é") && !PatternAutomaton("[^\\D]").matches("é") && PatternAutomaton("[^\\D]").matches("7"))
     }
 
     /// A class of thousands of separate non-ASCII members (every other scalar from U+0100): alone it

@@ -10,6 +10,23 @@ import LMSession
 /// The package's contract is stricter than JSON Schema's on structures: every property is
 /// written, in `x-order` order, an optional one as `null` when it is left out.
 public enum SchemaConformance {
+    /// Whether a match must hold under `Regex`'s default (grapheme-cluster) semantics as well:
+    /// the package's wildcards produce only characters of their own, so only what the pattern
+    /// itself names beyond ASCII can join a neighbour (a combining mark as a literal, a range
+    /// that holds some). Conservatively: every non-ASCII scalar of the pattern is a character of
+    /// its own between letters, and none is the end of a range; and no carriage return, which
+    /// before a line feed makes one character of the two.
+    public static func graphemesToo(_ pattern: String) -> Bool {
+        guard !pattern.contains("\\r"), !pattern.unicodeScalars.contains("\r") else { return false }
+        let scalars = Array(pattern.unicodeScalars)
+        for (i, c) in scalars.enumerated() where !c.isASCII {
+            let alone = ("a" + String(Character(c)) + "a").count == 3
+            let inRange = (i > 0 && scalars[i - 1] == "-") || (i + 1 < scalars.count && scalars[i + 1] == "-")
+            if !alone || inRange { return false }
+        }
+        return true
+    }
+
     /// Why a value cannot be checked: the schema uses something this checker does not read.
     public struct Unchecked: Error, CustomStringConvertible {
         /// What the checker met.
@@ -44,11 +61,15 @@ public enum SchemaConformance {
                 return "\(path): \(value.jsonString) is not one of the enum's \(choices.count) strings"
             }
             if case let .string(pattern)? = fields["pattern"]?.kind {
-                // Scalar by scalar, as the package matches patterns (a combining mark may follow a literal).
-                guard let regex = try? Regex(pattern).matchingSemantics(.unicodeScalar) else {
-                    throw Unchecked(description: "\(path): pattern /\(pattern)/")
+                // Scalar by scalar, as the package matches patterns; and by characters, `Regex`'s
+                // default, unless the pattern itself names what joins a neighbour (see `graphemesToo`).
+                guard let grapheme = try? Regex(pattern) else { throw Unchecked(description: "\(path): pattern /\(pattern)/") }
+                if (try? grapheme.matchingSemantics(.unicodeScalar).wholeMatch(in: s)) == nil {
+                    return "\(path): \(value.jsonString) does not match /\(pattern)/"
                 }
-                if (try? regex.wholeMatch(in: s)) == nil { return "\(path): \(value.jsonString) does not match /\(pattern)/" }
+                if graphemesToo(pattern), (try? grapheme.wholeMatch(in: s)) == nil {
+                    return "\(path): \(value.jsonString) does not match /\(pattern)/ by characters"
+                }
             }
             return nil
         case let ("integer", .number(n)), let ("number", .number(n)):

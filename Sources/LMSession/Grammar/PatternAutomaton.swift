@@ -12,17 +12,19 @@
 /// automaton would be too large to build quickly (``maximumConstructionWork``).
 ///
 /// A match may contain `"`, `\`, tab, line feed and carriage return (`\"`, `\\`, `\t`, `\n`,
-/// `\r` in the pattern, or through `.`, which takes neither line break, negated classes and
-/// `\D \W \S`), which the JSON text holds as two-byte escapes: the automaton runs over the JSON
-/// bytes between the quotes, each of those characters reached through a state after its
-/// backslash, so the distances count the escapes' bytes. Other control characters never match.
-/// `.`, negated classes and `\D \W \S` match one whole non-ASCII character; `\d \w \s` are
+/// `\r` in the pattern; the wildcards below take the first four, but `.` no line break), which the
+/// JSON text holds as two-byte escapes: the automaton runs over the JSON bytes between the
+/// quotes, each of those characters reached through a state after its backslash, so the
+/// distances count the escapes' bytes. Other control characters never match. `\d \w \s` are
 /// ASCII (`\w` is `[A-Za-z0-9_]`, where Swift's `Regex` also takes letters such as `é`; `\s` is
-/// space, tab, line feed and carriage return).
+/// space, tab and line feed).
 ///
-/// Matching is scalar by scalar, as Swift's `Regex` with `matchingSemantics(.unicodeScalar)`:
-/// `.` may take a combining mark, which in a `String` joins the character before it, so a
-/// match is not always one under `Regex`'s default (grapheme-cluster) semantics.
+/// The wildcards (`.`, negated classes, `\D \W \S`) take, beyond ASCII, one scalar of
+/// ``ScalarRanges/standalone`` (or its subsets for `\D` and `\W`): characters of their own,
+/// which join no neighbour, and no carriage return unless the pattern names it. So a match
+/// means the same under `Regex`'s default (grapheme-cluster) semantics as scalar by scalar,
+/// `matchingSemantics(.unicodeScalar)`, unless the pattern's own literals or positive classes
+/// name what joins (a combining mark), which match scalar by scalar.
 struct PatternAutomaton: Sendable {
     /// Transitions: `next[state * 256 + byte]`, or -1.
     let next: [Int32]
@@ -165,8 +167,8 @@ struct PatternAutomaton: Sendable {
 /// The parsed form of a pattern.
 indirect enum PatternNode {
     case bytes(ByteSet)
-    /// The ASCII bytes of `ascii`, or any one non-ASCII character.
-    case asciiOrAnyScalar(ByteSet)
+    /// The ASCII bytes of `ascii`, or one non-ASCII scalar in `others`.
+    case asciiOr(ByteSet, [ClosedRange<UInt32>])
     /// One non-ASCII scalar whose value is in one of the ranges.
     case scalars([ClosedRange<UInt32>])
     case sequence([PatternNode])
@@ -201,9 +203,8 @@ struct NFA {
             let s = add(), e = add()
             edges[s].append((set, e))
             return (s, e)
-        case let .asciiOrAnyScalar(ascii):
-            return try build(.alternation([.bytes(ascii.subtracting(ByteSet(range: 0x80 ... 0xFF))), .scalars([ScalarRanges.nonASCII])]),
-                             pattern: pattern)
+        case let .asciiOr(ascii, others):
+            return try build(.alternation([.bytes(ascii.subtracting(ByteSet(range: 0x80 ... 0xFF))), .scalars(others)]), pattern: pattern)
         case let .scalars(ranges):
             let ends = scalars(ScalarRanges.utf8Sequences(ranges))
             try checkSize(pattern)   // a class of thousands of ranges
@@ -431,13 +432,17 @@ struct PatternParser {
         case UInt8(ascii: "["): return try characterClass()
         case UInt8(ascii: "."):
             i += 1
-            return .asciiOrAnyScalar(ByteSet.patternContent.subtracting(ByteSet.newlines))
+            return .asciiOr(ByteSet.patternContent.subtracting(ByteSet.newlines), ScalarRanges.standalone)
         case UInt8(ascii: "\\"):
             i += 1
             guard i < b.count else { throw fail("a trailing backslash") }
-            let negated = [UInt8(ascii: "D"), UInt8(ascii: "W"), UInt8(ascii: "S")].contains(b[i])
-            let set = try escape(inClass: false)
-            return negated ? .asciiOrAnyScalar(set) : .bytes(set)
+            let letter = b[i], set = try escape(inClass: false)
+            switch letter {
+            case UInt8(ascii: "D"): return .asciiOr(set, ScalarRanges.standaloneNonDigits)
+            case UInt8(ascii: "W"): return .asciiOr(set, ScalarRanges.standaloneNonWord)
+            case UInt8(ascii: "S"): return .asciiOr(set, ScalarRanges.standalone)
+            default: return .bytes(set)
+            }
         case UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "?"):
             throw fail("a quantifier with nothing to repeat at byte \(i)")
         default:
@@ -454,14 +459,16 @@ struct PatternParser {
         i += 1
         let digits = ByteSet(range: 0x30 ... 0x39)
         let word = digits.union(ByteSet(range: 0x41 ... 0x5A)).union(ByteSet(range: 0x61 ... 0x7A)).union(ByteSet([0x5F]))
-        let space = ByteSet([0x20, 0x09, 0x0A, 0x0D])
+        // No carriage return unless the pattern names it (`\r`): before a line feed it would make
+        // one character of the two, and a match of two no longer one under `Regex`'s default semantics.
+        let space = ByteSet([0x20, 0x09, 0x0A]), wild = ByteSet.patternContent.subtracting(ByteSet([0x0D]))
         switch e {
         case UInt8(ascii: "d"): return digits
         case UInt8(ascii: "w"): return word
         case UInt8(ascii: "s"): return space
-        case UInt8(ascii: "D"): return ByteSet.patternContent.subtracting(digits)
-        case UInt8(ascii: "W"): return ByteSet.patternContent.subtracting(word)
-        case UInt8(ascii: "S"): return ByteSet.patternContent.subtracting(space)
+        case UInt8(ascii: "D"): return wild.subtracting(digits)
+        case UInt8(ascii: "W"): return wild.subtracting(word)
+        case UInt8(ascii: "S"): return wild.subtracting(space)
         case UInt8(ascii: "1") ... UInt8(ascii: "9"): throw fail("backreferences are not supported")
         case UInt8(ascii: "b"), UInt8(ascii: "B"): throw fail("word boundaries are not supported")
         case UInt8(ascii: "n"): return ByteSet([0x0A])
@@ -481,6 +488,9 @@ struct PatternParser {
         if i < b.count, b[i] == UInt8(ascii: "^") { negated = true; i += 1 }
         var set = ByteSet()
         var wide: [ClosedRange<UInt32>] = []   // the members beyond ASCII, as scalar values
+        // What a negated class may produce beyond ASCII: `standalone`, less what `\d` and `\w`
+        // members take there; nothing when a member is `\D`, `\W` or `\S` (which take most of it).
+        var beyond = ScalarRanges.standalone
         func add(_ lo: UInt32, _ hi: UInt32) {
             if lo < 0x80 { set = set.union(ByteSet(range: UInt8(lo) ... UInt8(min(hi, 0x7F)))) }
             if hi >= 0x80 { wide.append(max(lo, 0x80) ... hi) }
@@ -492,6 +502,12 @@ struct PatternParser {
             if b[i] == UInt8(ascii: "\\") {
                 i += 1
                 guard i < b.count else { throw fail("a trailing backslash") }
+                switch b[i] {
+                case UInt8(ascii: "d"): beyond = ScalarRanges.subtracting(ScalarRanges.complement(ScalarRanges.standaloneNonDigits), from: beyond)
+                case UInt8(ascii: "w"): beyond = ScalarRanges.subtracting(ScalarRanges.complement(ScalarRanges.standaloneNonWord), from: beyond)
+                case UInt8(ascii: "D"), UInt8(ascii: "W"), UInt8(ascii: "S"): beyond = []
+                default: break
+                }
                 let s = try escape(inClass: true)
                 if s.words.0.nonzeroBitCount + s.words.1.nonzeroBitCount + s.words.2.nonzeroBitCount + s.words.3.nonzeroBitCount != 1 {
                     set = set.union(s)
@@ -515,10 +531,8 @@ struct PatternParser {
         guard i < b.count else { throw fail("unclosed '['") }
         i += 1
         let ascii = set.subtracting(ByteSet.all.subtracting(ByteSet.patternContent))
-        if negated {
-            if wide.isEmpty { return .asciiOrAnyScalar(ByteSet.patternContent.subtracting(set)) }
-            let others = ByteSet.patternContent.subtracting(set).subtracting(ByteSet(range: 0x80 ... 0xFF))
-            return .alternation([.bytes(others), .scalars(ScalarRanges.complement(wide))])
+        if negated {   // no carriage return either (see `escape`)
+            return .asciiOr(ByteSet.patternContent.subtracting(set).subtracting(ByteSet([0x0D])), ScalarRanges.subtracting(wide, from: beyond))
         }
         return wide.isEmpty ? .bytes(ascii) : .alternation([.bytes(ascii), .scalars(wide)])
     }
