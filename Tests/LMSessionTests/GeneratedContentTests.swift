@@ -336,6 +336,40 @@ import Testing
         }
     }
 
+    /// Random patterns of every construct the automaton reads, over random strings that mix what
+    /// the wildcards produce with what they must not (combining marks, joiners, regional
+    /// indicators, separators, Unicode spaces and digits, `\r`): every string the automaton takes,
+    /// `Regex` takes too, by characters (its default). Scalar by scalar is the same thing for these
+    /// strings, but Swift's `Regex` has a quirk there: with `.unicodeScalar` semantics `\w` that
+    /// takes a digit or `_` refuses to go on to a non-ASCII scalar (`/\w€/` refuses `"9€"`, takes
+    /// `"a€"`), so this checks characters only.
+    @Test func patternAutomaton_randomPatterns_takeNothingRegexRefuses() throws {
+        var rng = SeededGenerator(seed: 99)
+        let atoms = ["a", "b", "é", "😀", ".", "[a-c]", "[^a]", "[^é\\d]", "\\d", "\\w", "\\s", "\\D", "\\W", "\\S", "[\\s\\d]", "[^\\s]",
+                     "[^\\W]", "x", "\\n", "\\t", "-", "[à-ÿ]", "[^😀]", "1", " "]
+        let quantifiers = ["", "", "", "*", "+", "?", "{0,3}", "{2}", "{1,2}"]
+        func pattern(_ depth: Int) -> String {
+            (0 ..< Int.random(in: 1 ... 3, using: &rng)).map { _ in
+                let atom = depth < 2 && Int.random(in: 0 ..< 5, using: &rng) == 0 ? "(" + pattern(depth + 1) + "|" + pattern(depth + 1) + ")"
+                                                                                   : atoms.randomElement(using: &rng)!
+                return atom + quantifiers.randomElement(using: &rng)!
+            }.joined()
+        }
+        let alphabet = Array("abxé😀1 -\t\nàÿ\u{301}\u{2028}\u{A0}一²\r\u{85}ĀЖ€→\u{1F1E6}\u{200D}_Z9")
+        var taken = 0
+        for _ in 0 ..< 150 {
+            let p = pattern(0), regex = try Regex(p)
+            guard let automaton = try? PatternAutomaton(p) else { continue }   // too large: a typed error, tested elsewhere
+            for _ in 0 ..< 300 {
+                let s = String((0 ..< Int.random(in: 0 ... 6, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+                guard automaton.matches(s) else { continue }
+                taken += 1
+                #expect((try? regex.wholeMatch(in: s)) != nil, "/\(p)/ takes \(s.unicodeScalars.map { String($0.value, radix: 16) })")
+            }
+        }
+        #expect(taken > 1_000)
+    }
+
     /// The UTF-8 forms of non-ASCII scalar ranges: byte-range sequences whose strings are the
     /// encodings of exactly the ranges' scalars, none ill-formed (no surrogate, nothing past
     /// U+10FFFF); for all of them, the well-formed table's eight rows. Checked by counting every
