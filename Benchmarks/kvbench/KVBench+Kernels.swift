@@ -90,7 +90,8 @@ extension KVBench {
                                                                conversionGHalfs: conversion))
                 }
             }
-            let report = KernelReport(blas_core_type: LMRuntime.Kernels.blasCoreType, skinny_kernels: LMRuntime.Kernels.skinnyKernels,
+            let report = KernelReport(blas_core_type: LMRuntime.Kernels.blasCoreType,
+                                      blas_core_type_replaced: LMRuntime.Kernels.blasCoreTypeReplaced, skinny_kernels: LMRuntime.Kernels.skinnyKernels,
                                       prefetch_level: LMRuntime.Kernels.prefetchLevel,
                                       decode_streams: LMRuntime.Kernels.decodeStreams, threads: LMRuntime.Kernels.threadCount,
                                       read_gbps: read, sgemv_gbps: sgemv, conversion_ghalfs: conversion, models: reports, precision_comparisons: comparisons)

@@ -57,6 +57,8 @@ struct ModelReport: Encodable {
 /// The whole `kvbench kernels` result.
 struct KernelReport: Encodable {
     let blas_core_type: String
+    /// The kernels OpenBLAS chose itself where the runtime replaced them (its generic `Prescott`).
+    let blas_core_type_replaced: String?
     /// The runtime's own projection kernels on this machine: `avx512`, `avx2` or `portable`.
     let skinny_kernels: String
     /// Where the kernels' software prefetches land: `L2` (the Zen 4 family's default) or `L1`.
@@ -75,7 +77,7 @@ struct KernelReport: Encodable {
     var table: String {
         var lines = ["DRAM read ceiling (streaming read, all threads): \(fmt(read_gbps)) GB/s; sgemv (weights streamed from DRAM): \(fmt(sgemv_gbps)) GB/s",
                      "half conversion ceiling (halfs in cache converted and added, all threads): \(fmt(conversion_ghalfs)) G halfs/s",
-                     "runtime threads: \(threads), OpenBLAS core type: \(blas_core_type), skinny kernels: \(skinny_kernels), prefetches into \(prefetch_level), decode streams a thread: \(decode_streams)", ""]
+                     "runtime threads: \(threads), OpenBLAS core type: \(blas_core_type)\(blas_core_type_replaced.map { " (replacing \($0))" } ?? ""), skinny kernels: \(skinny_kernels), prefetches into \(prefetch_level), decode streams a thread: \(decode_streams)", ""]
         for m in models {
             lines.append("\(m.model), \(m.precision) weights (\(m.parameters / 1000)K parameters), fastest sgemm at its shapes: \(fmt(m.sgemm_gflops)) GFLOP/s")
             lines.append("  prefill  tokens   tokens/s   GFLOP/s   sgemm GFLOP/s (its GEMMs, fastest)   ÷ its GEMMs   ÷ fastest")

@@ -7,6 +7,8 @@ struct MachineInfo: Encodable {
     let cores: Int
     let vector_extensions: [String]
     let blas_core_type: String
+    /// The kernels OpenBLAS chose itself where the runtime replaced them (its generic `Prescott`).
+    let blas_core_type_replaced: String?
     let threads: Int
     let os: String
 
@@ -22,11 +24,12 @@ struct MachineInfo: Encodable {
         let zen = LMRuntime.Kernels.amdZenGeneration
         return MachineInfo(cpu: (field("model name") ?? "unknown CPU") + (zen > 0 ? " (Zen \(zen))" : ""), cores: ProcessInfo.processInfo.activeProcessorCount,
                            vector_extensions: wanted.filter(flags.contains), blas_core_type: LMRuntime.Kernels.blasCoreType,
+                           blas_core_type_replaced: LMRuntime.Kernels.blasCoreTypeReplaced,
                            threads: LMRuntime.Kernels.threadCount, os: ProcessInfo.processInfo.operatingSystemVersionString)
     }
 
     /// One line: CPU, cores, extensions, OpenBLAS kernels.
     var summary: String {
-        "\(cpu), \(cores) cores (\(vector_extensions.joined(separator: " "))), OpenBLAS core type \(blas_core_type), \(threads) runtime threads"
+        "\(cpu), \(cores) cores (\(vector_extensions.joined(separator: " "))), OpenBLAS core type \(blas_core_type)\(blas_core_type_replaced.map { " (replacing \($0))" } ?? ""), \(threads) runtime threads"
     }
 }

@@ -116,6 +116,15 @@ int kv_prefetches_to_l2(void);
 /// runtime's __builtin_cpu_is knows only the cores of its release (Debian's called a Zen 4, family
 /// 25 model 17, "znver3").
 int kv_amd_zen_generation(void);
+/// Where a DYNAMIC_ARCH OpenBLAS fell back to its generic Prescott kernels on a CPU it does not
+/// know although the CPU runs AVX2 or AVX-512, this library made it choose again by instruction set
+/// when it loaded (kv_blas_core_for_instructions): returns "Prescott" then, the kernels replaced;
+/// otherwise, and always when OPENBLAS_CORETYPE is set, NULL.
+const char *kv_blas_replaced_core(void);
+/// The kernel set the replacement (kv_blas_replaced_core) chooses on this CPU: the best of Cooperlake, SkylakeX
+/// and Haswell whose instructions the CPU and system support and that the loaded OpenBLAS has, or
+/// NULL (below AVX2, no DYNAMIC_ARCH OpenBLAS, not x86-64 Linux).
+const char *kv_blas_core_for_instructions(void);
 /// How many of the n halfs at w are infinities or NaNs.
 ptrdiff_t kv_count_nonfinite_halfs(const uint16_t *w, ptrdiff_t n);
 /// Packs `rows` (a multiple of G) dense rows of k elements in place; `group` holds Gk elements.

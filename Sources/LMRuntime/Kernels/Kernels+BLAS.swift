@@ -192,10 +192,18 @@ package enum Kernels {
         }
     }
 
-    /// The kernel set OpenBLAS chose for this CPU (its "core type", e.g. `Haswell`, `Zen`,
-    /// `SkylakeX`), or the one forced by `OPENBLAS_CORETYPE`. Benchmarks print it: results and
-    /// speed depend on it.
+    /// The kernel set OpenBLAS runs on this CPU (its "core type", e.g. `Haswell`, `Zen`,
+    /// `SkylakeX`): its own choice, the one forced by `OPENBLAS_CORETYPE`, or the runtime's where
+    /// OpenBLAS fell back to generic kernels (``blasCoreTypeReplaced``). Benchmarks print it:
+    /// results and speed depend on it.
     package static var blasCoreType: String { String(cString: openblas_get_corename()) }
+
+    /// The kernel set OpenBLAS chose on its own and the runtime replaced as the process loaded
+    /// (`kv_blas_replaced_core`: `Prescott`, OpenBLAS's generic SSE3 kernels, on a CPU with AVX2
+    /// or AVX-512 that its release does not know; on Intel's Emerald Rapids, Debian 12's OpenBLAS
+    /// ran those, sgemm at a fifth of the Cooperlake kernels' speed on the same CPU), or `nil` when
+    /// OpenBLAS's own choice (or `OPENBLAS_CORETYPE`'s) stands.
+    package static var blasCoreTypeReplaced: String? { kv_blas_replaced_core().map { String(cString: $0) } }
 
     /// Runs `body` with OpenBLAS on `count` threads of its own, then returns it to one thread.
     ///
