@@ -214,11 +214,37 @@ __attribute__((target("avx2"))) static int scaled_for_split(float *xs, const flo
 #define KV_512_TARGET "avx2,fma,f16c,avx512f,avx512dq,avx512vl"
 // The most activation rows a tile takes: 24 accumulators, two weight vectors and a broadcast in 32 registers.
 #define KV_512_ROWS 12
+_Static_assert(KV_512_ROWS % 4 == 0, "group_dots512 reduces whole fours of activation rows");
 #define KV_512_INLINE __attribute__((target(KV_512_TARGET), always_inline)) static inline
 
 // Sixteen weights at p (floats, or halfs converted exactly): rows a and b's chunk of a packed group.
 KV_512_INLINE __m512 load_row_pair(const char *p, int halfs) {
     return halfs ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)) : _mm512_loadu_ps((const float *)p);
+}
+
+// reduce8 of both halves of lo[u] and of hi[u] for four activation rows u at once: out[j * stride + u]
+// for weight row j (lo's halves rows 0 and 1, hi's rows 2 and 3). Each sum takes reduce8's additions
+// with its operands in the same order (lanes l + l+4, then those s0 + s2 and s1 + s3, then the two), so
+// the bits are reduce8's, in 21 instructions for sixteen sums where reduce8 takes about 100: a tile of
+// twelve rows over 768 columns spent about a quarter of its time reducing, one by one.
+KV_512_INLINE void reduce4x4_512(const __m512 lo[4], const __m512 hi[4], float *out, ptrdiff_t stride) {
+    __m512 s[4];   // per activation row: quarter j holds weight row j's four sums l + l+4
+#pragma clang loop unroll(full)
+    for (int u = 0; u < 4; u++)
+        s[u] = _mm512_add_ps(_mm512_shuffle_f32x4(lo[u], hi[u], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(lo[u], hi[u], _MM_SHUFFLE(3, 1, 3, 1)));
+    // Per quarter: s0 + s2 and s1 + s3 of two activation rows side by side.
+    __m512 p01 = _mm512_add_ps(_mm512_shuffle_ps(s[0], s[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                               _mm512_shuffle_ps(s[0], s[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    __m512 p23 = _mm512_add_ps(_mm512_shuffle_ps(s[2], s[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                               _mm512_shuffle_ps(s[2], s[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    // Per quarter (weight row): the four activation rows' sums.
+    __m512 dots = _mm512_add_ps(_mm512_shuffle_ps(p01, p23, _MM_SHUFFLE(2, 0, 2, 0)),
+                                _mm512_shuffle_ps(p01, p23, _MM_SHUFFLE(3, 1, 3, 1)));
+    _mm_storeu_ps(out, _mm512_castps512_ps128(dots));
+    _mm_storeu_ps(out + stride, _mm512_extractf32x4_ps(dots, 1));
+    _mm_storeu_ps(out + 2 * stride, _mm512_extractf32x4_ps(dots, 2));
+    _mm_storeu_ps(out + 3 * stride, _mm512_extractf32x4_ps(dots, 3));
 }
 
 // R activation rows (1...KV_512_ROWS, a constant once inlined) by the packed group of four weight rows at
@@ -243,12 +269,9 @@ KV_512_INLINE void group_dots512(const int R, const int halfs, const float *x, p
         }
     }
 #pragma clang loop unroll(full)
-    for (int t = 0; t < R; t++) {
-        dots[0][t] = reduce8(_mm512_castps512_ps256(lo[t]));
-        dots[1][t] = reduce8(_mm512_extractf32x8_ps(lo[t], 1));
-        dots[2][t] = reduce8(_mm512_castps512_ps256(hi[t]));
-        dots[3][t] = reduce8(_mm512_extractf32x8_ps(hi[t], 1));
-    }
+    for (int t = R; t < (R + 3) / 4 * 4; t++) lo[t] = hi[t] = _mm512_setzero_ps();   // whole fours (KV_512_ROWS is one)
+#pragma clang loop unroll(full)
+    for (int t = 0; t < R; t += 4) reduce4x4_512(lo + t, hi + t, &dots[0][t], KV_512_ROWS);
 }
 
 // group_dots512 for each R and element type as a function of its own: its loop then has every
@@ -279,6 +302,8 @@ static const group_dots512_fn group_dots512_by_rows[2][KV_512_ROWS] = {
 // The most activation rows a tile of two groups takes: 24 accumulators, four weight vectors and a
 // broadcast.
 #define KV_512_PAIR_ROWS 6
+// The columns of a pair tile's dots: its rows rounded up to whole fours, which reduce4x4_512 reduces.
+#define KV_512_PAIR_COLUMNS 8
 // The fewest activation rows that take tiles of two groups.
 #define KV_512_PAIR_FROM 3
 
@@ -289,11 +314,11 @@ static const group_dots512_fn group_dots512_by_rows[2][KV_512_ROWS] = {
 // weight rows j of the pair. Each prefetch at `ahead` has a twin at `ahead + jump` when jump is not 0
 // (the two groups' streams, each `lead` bytes ahead: packed512).
 KV_512_INLINE void pair_dots512(const int R, const int halfs, const float *x, ptrdiff_t ldx, const char *group,
-                                ptrdiff_t k, float dots[2 * KV_PACK_GROUP][KV_512_PAIR_ROWS], const char *ahead,
+                                ptrdiff_t k, float dots[2 * KV_PACK_GROUP][KV_512_PAIR_COLUMNS], const char *ahead,
                                 ptrdiff_t lines, ptrdiff_t jump) {
     const ptrdiff_t size = halfs ? 2 : 4, end = k - k % 8, steps = end > 8 ? end / 8 : 1, second = KV_PACK_GROUP * k * size;
     ptrdiff_t spread = 0;
-    __m512 acc[KV_512_PAIR_ROWS][4];   // per activation row: weight rows 0-1, 2-3, 4-5, 6-7
+    __m512 acc[KV_512_PAIR_COLUMNS][4];   // per activation row: weight rows 0-1, 2-3, 4-5, 6-7
 #pragma clang loop unroll(full)
     for (int t = 0; t < R; t++) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = _mm512_setzero_ps();
     for (ptrdiff_t i = 0; i < end; i += 8) {
@@ -312,18 +337,23 @@ KV_512_INLINE void pair_dots512(const int R, const int halfs, const float *x, pt
         }
     }
 #pragma clang loop unroll(full)
-    for (int t = 0; t < R; t++)
+    for (int t = R; t < (R + 3) / 4 * 4; t++) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = _mm512_setzero_ps();
 #pragma clang loop unroll(full)
-        for (int j = 0; j < 4; j++) {
-            dots[2 * j][t] = reduce8(_mm512_castps512_ps256(acc[t][j]));
-            dots[2 * j + 1][t] = reduce8(_mm512_extractf32x8_ps(acc[t][j], 1));
+    for (int t = 0; t < R; t += 4) {
+        __m512 lo[4], hi[4];
+#pragma clang loop unroll(full)
+        for (int g = 0; g < 2; g++) {   // the pair's groups: weight rows 4g ..< 4g + 4
+#pragma clang loop unroll(full)
+            for (int u = 0; u < 4; u++) lo[u] = acc[t + u][2 * g], hi[u] = acc[t + u][2 * g + 1];
+            reduce4x4_512(lo, hi, &dots[4 * g][t], KV_512_PAIR_COLUMNS);
         }
+    }
 }
 
 #define KV_PAIR_DOTS(R, halfs, name)                                                                      \
     __attribute__((target(KV_512_TARGET), noinline)) static void name(                                    \
         const float *x, ptrdiff_t ldx, const char *group, ptrdiff_t k,                                    \
-        float dots[2 * KV_PACK_GROUP][KV_512_PAIR_ROWS], const char *ahead, ptrdiff_t lines,               \
+        float dots[2 * KV_PACK_GROUP][KV_512_PAIR_COLUMNS], const char *ahead, ptrdiff_t lines,               \
         ptrdiff_t jump) {                                                                                 \
         pair_dots512(R, halfs, x, ldx, group, k, dots, ahead, lines, jump);                               \
     }
@@ -331,7 +361,7 @@ KV_PAIR_DOTS(3, 0, pair512_f32_3) KV_PAIR_DOTS(4, 0, pair512_f32_4) KV_PAIR_DOTS
 KV_PAIR_DOTS(6, 0, pair512_f32_6) KV_PAIR_DOTS(3, 1, pair512_f16_3) KV_PAIR_DOTS(4, 1, pair512_f16_4)
 KV_PAIR_DOTS(5, 1, pair512_f16_5) KV_PAIR_DOTS(6, 1, pair512_f16_6)
 #undef KV_PAIR_DOTS
-typedef void (*pair_dots512_fn)(const float *, ptrdiff_t, const char *, ptrdiff_t, float[2 * KV_PACK_GROUP][KV_512_PAIR_ROWS],
+typedef void (*pair_dots512_fn)(const float *, ptrdiff_t, const char *, ptrdiff_t, float[2 * KV_PACK_GROUP][KV_512_PAIR_COLUMNS],
                                 const char *, ptrdiff_t, ptrdiff_t);
 static const pair_dots512_fn pair_dots512_by_rows[2][KV_512_PAIR_ROWS - KV_512_PAIR_FROM + 1] = {
     {pair512_f32_3, pair512_f32_4, pair512_f32_5, pair512_f32_6},
@@ -377,7 +407,7 @@ KV_512_INLINE void packed512(const int halfs, const float *x, ptrdiff_t ldx, ptr
             ptrdiff_t nextBytes = following ? following * groupBytes : after ? afterBytes : 0, jump = 0;
             if (capped && following == 2)   // each group's stream `lead` ahead of its loads (the second's
                 next = pair + lead, nextBytes = groupBytes, jump = groupBytes;   // end runs into the next pair)
-            float dots[2 * KV_PACK_GROUP][KV_512_PAIR_ROWS];
+            float dots[2 * KV_PACK_GROUP][KV_512_PAIR_COLUMNS];
             pair_dots512_by_rows[halfs][rows - KV_512_PAIR_FROM](x, ldx, pair, k, dots, next, next ? nextBytes / 64 : 0, jump);
             for (int j = 0; j < 2 * KV_PACK_GROUP; j++)
                 for (ptrdiff_t u = 0; u < rows; u++) {
