@@ -171,6 +171,24 @@ struct CKernelsTests {
         #endif
     }
 
+    /// kv_intel_emerald_rapids agrees with /proc/cpuinfo (GenuineIntel, family 6, model 207), and the
+    /// prefetch level's default follows the two CPUs it was measured on.
+    @Test func intelEmeraldRapids_matchesTheCPUAndSetsThePrefetchDefault() throws {
+        #if arch(x86_64)
+        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        try #require(!cpuinfo.isEmpty, "no /proc/cpuinfo to compare with")
+        func field(_ name: String) -> String {
+            let line = cpuinfo.split(separator: "\n").first { $0.hasPrefix(name) } ?? ""
+            return line.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        }
+        let emerald = field("vendor_id") == "GenuineIntel" && field("cpu family") == "6" && field("model\t") == "207"
+        #expect((kv_intel_emerald_rapids() != 0) == emerald)
+        #expect((kv_prefetch_l2_by_default() != 0) == (emerald || Kernels.amdZenGeneration == 4))
+        #else
+        #expect(kv_intel_emerald_rapids() == 0)
+        #endif
+    }
+
     /// The prefix store's file checksum: every single-bit flip, every truncation and every
     /// appended byte of buffers around the 32-byte stripe and 8-byte word edges changes it.
     @Test(arguments: [0, 1, 7, 8, 31, 32, 33, 64, 100])

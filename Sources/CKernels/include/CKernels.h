@@ -106,9 +106,11 @@ int kv_uses_skinny_avx512(void);
 /// Sends the kernels' software prefetches (weights and key/value rows ahead of the tiles' loads)
 /// into L2 only (1) or into L1 (0) and returns the previous choice. Default: L2 on the AMD Zen 4
 /// family, where an L1 prefetch from DRAM holds one of the core's few L1 miss buffers and a tile that
-/// computes while it streams kept too few lines in flight; L1 elsewhere. KVSESSION_PREFETCH_L2=0 or
+/// computes while it streams kept too few lines in flight, and on Intel Emerald Rapids; L1 elsewhere. KVSESSION_PREFETCH_L2=0 or
 /// 1 overrides it. A hint only: no result changes.
 int kv_set_prefetch_l2(int on);
+/// 1 on the CPUs whose prefetches go to L2 unless KVSESSION_PREFETCH_L2 says otherwise, else 0.
+int kv_prefetch_l2_by_default(void);
 /// 1 when the kernels' software prefetches go to L2 only, else 0.
 int kv_prefetches_to_l2(void);
 /// The Zen generation of this AMD CPU (1 for Zen and Zen+, 2, 3, 4 or 5), or 0 for any other CPU,
@@ -116,6 +118,8 @@ int kv_prefetches_to_l2(void);
 /// runtime's __builtin_cpu_is knows only the cores of its release (Debian's called a Zen 4, family
 /// 25 model 17, "znver3").
 int kv_amd_zen_generation(void);
+/// 1 on Intel's Emerald Rapids (family 6, model 207), read from CPUID, else 0.
+int kv_intel_emerald_rapids(void);
 /// Where a DYNAMIC_ARCH OpenBLAS fell back to its generic Prescott kernels on a CPU it does not
 /// know although the CPU runs AVX2 or AVX-512, this library made it choose again by instruction set
 /// when it loaded (kv_blas_core_for_instructions): returns "Prescott" then, the kernels replaced;
