@@ -172,7 +172,8 @@ struct CKernelsTests {
     }
 
     /// kv_intel_emerald_rapids agrees with /proc/cpuinfo (GenuineIntel, family 6, model 207), and the
-    /// prefetch level's default follows the two CPUs it was measured on.
+    /// prefetch level's default follows the two CPUs it was measured on, and there half weights
+    /// convert in registers at every skinny row count.
     @Test func intelEmeraldRapids_matchesTheCPUAndSetsThePrefetchDefault() throws {
         #if arch(x86_64)
         let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
@@ -184,6 +185,9 @@ struct CKernelsTests {
         let emerald = field("vendor_id") == "GenuineIntel" && field("cpu family") == "6" && field("model\t") == "207"
         #expect((kv_intel_emerald_rapids() != 0) == emerald)
         #expect((kv_prefetch_l2_by_default() != 0) == (emerald || Kernels.amdZenGeneration == 4))
+        if emerald && kv_uses_skinny_avx512() != 0 && ProcessInfo.processInfo.environment["KVSESSION_HALF_CONVERT_ROWS"] == nil {
+            #expect(Kernels.halfConversionRows > Kernels.skinnyRowLimit, "half weights convert in registers throughout")
+        }
         #else
         #expect(kv_intel_emerald_rapids() == 0)
         #endif

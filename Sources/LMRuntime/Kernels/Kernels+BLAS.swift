@@ -156,11 +156,15 @@ package enum Kernels {
     /// Zen 1 family (F16C on 128-bit units, a conversion dearer than streaming its weight); 32 on
     /// AMD Zen 4 with the AVX-512 bodies, where a 512-bit conversion serves up to twelve rows and
     /// passes of 8 / 16 new tokens on `base` went from 1.52–1.60 / 1.32–1.38 to 1.30–1.37 /
-    /// 1.24–1.28 of their roofline (32 rows even, 64 a little better chunked).
+    /// 1.24–1.28 of their roofline (32 rows even, 64 a little better chunked). On Intel's Emerald
+    /// Rapids with the AVX-512 bodies, never: converting in registers was faster at every count up
+    /// to 64 (8 / 16 / 32 / 64 new tokens at 1.72–1.78 / 1.52–1.59 / 1.43–1.47 / 1.41–1.46 of their
+    /// roofline in pairs, against 2.32–2.37 / 2.11–2.26 / 1.96–1.97 / 1.73–1.80 chunked from 8 rows).
     /// Never above the skinny range's end, so passes beyond it still reach sgemm;
     /// `KVSESSION_HALF_CONVERT_ROWS` overrides it. Either way, the same bits.
     package static let halfConversionRows = Int(ProcessInfo.processInfo.environment["KVSESSION_HALF_CONVERT_ROWS"] ?? "")
-        ?? min(kv_amd_zen_generation() == 4 && kv_uses_skinny_avx512() != 0 ? 32 : 8, skinnyRowLimit + 1)
+        ?? min(kv_uses_skinny_avx512() == 0 ? 8 : kv_intel_emerald_rapids() != 0 ? skinnyRowLimit + 1
+               : kv_amd_zen_generation() == 4 ? 32 : 8, skinnyRowLimit + 1)
 
     /// OpenBLAS's `c = alpha * a · bᵀ + beta * c` (sgemv for one row).
     private static func sgemm(_ a: Matrix, transposed b: Matrix, into c: Matrix, alpha: Float, beta: Float) {
