@@ -8,14 +8,23 @@
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
 #include <cpuid.h>
 
-int kv_amd_zen_generation(void) {
+// CPUID's display family and model when the vendor is `vendor`, else 0: the extended family counts
+// from base family 15, the extended model from base families 6 and 15.
+static int identity(const char *vendor, unsigned *family, unsigned *model) {
     unsigned a, b, c, d;
     if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
-    char vendor[12];
-    memcpy(vendor, &b, 4), memcpy(vendor + 4, &d, 4), memcpy(vendor + 8, &c, 4);
-    if (memcmp(vendor, "AuthenticAMD", 12) != 0 || !__get_cpuid(1, &a, &b, &c, &d)) return 0;
-    unsigned base = (a >> 8) & 0xf, family = base == 0xf ? base + ((a >> 20) & 0xff) : base;
-    unsigned model = ((a >> 4) & 0xf) | (base == 0xf ? ((a >> 16) & 0xf) << 4 : 0);
+    char name[12];
+    memcpy(name, &b, 4), memcpy(name + 4, &d, 4), memcpy(name + 8, &c, 4);
+    if (memcmp(name, vendor, 12) != 0 || !__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    unsigned base = (a >> 8) & 0xf;
+    *family = base == 0xf ? base + ((a >> 20) & 0xff) : base;
+    *model = ((a >> 4) & 0xf) | (base == 0xf || base == 6 ? ((a >> 16) & 0xf) << 4 : 0);
+    return 1;
+}
+
+int kv_amd_zen_generation(void) {
+    unsigned family, model;
+    if (!identity("AuthenticAMD", &family, &model)) return 0;
     __builtin_cpu_init();
     switch (family) {
     case 0x17: return model < 0x30 ? 1 : 2;                          // Zen and Zen+ below model 30h, then Zen 2
@@ -26,13 +35,9 @@ int kv_amd_zen_generation(void) {
 }
 
 int kv_intel_emerald_rapids(void) {
-    unsigned a, b, c, d;
-    if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
-    char vendor[12];
-    memcpy(vendor, &b, 4), memcpy(vendor + 4, &d, 4), memcpy(vendor + 8, &c, 4);
-    if (memcmp(vendor, "GenuineIntel", 12) != 0 || !__get_cpuid(1, &a, &b, &c, &d)) return 0;
-    unsigned family = (a >> 8) & 0xf, model = ((a >> 4) & 0xf) | ((a >> 16) & 0xf) << 4;
-    return family == 6 && model == 0xcf;   // 5th generation Xeon Scalable; Sapphire Rapids (0x8f) unmeasured
+    unsigned family, model;
+    // 5th generation Xeon Scalable; Sapphire Rapids (0x8f) shares its core but was not measured.
+    return identity("GenuineIntel", &family, &model) && family == 6 && model == 0xcf;
 }
 #else
 int kv_amd_zen_generation(void) { return 0; }

@@ -150,17 +150,23 @@ struct CKernelsTests {
         #endif
     }
 
+    /// The first CPU's fields in /proc/cpuinfo, by name prefix ("" where absent).
+    static func cpuinfoField() throws -> (String) -> String {
+        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        try #require(!cpuinfo.isEmpty, "no /proc/cpuinfo to compare with")
+        let lines = cpuinfo.split(separator: "\n")
+        return { name in
+            let line = lines.first { $0.hasPrefix(name) } ?? ""
+            return line.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        }
+    }
+
     /// kv_amd_zen_generation agrees with /proc/cpuinfo's vendor, family, model and flags: family 23
     /// is Zen 1 below model 48 and Zen 2 from it, family 25 Zen 3 without AVX-512 and Zen 4 with it,
     /// family 26 Zen 5; other CPUs 0.
     @Test func amdZenGeneration_matchesTheCPU() throws {
         #if arch(x86_64)
-        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        try #require(!cpuinfo.isEmpty, "no /proc/cpuinfo to compare with")
-        func field(_ name: String) -> String {
-            let line = cpuinfo.split(separator: "\n").first { $0.hasPrefix(name) } ?? ""
-            return line.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        }
+        let field = try Self.cpuinfoField()
         let family = Int(field("cpu family")) ?? -1, model = Int(field("model\t")) ?? -1
         let avx512 = field("flags").split(separator: " ").contains("avx512f")
         let expected = field("vendor_id") != "AuthenticAMD" ? 0
@@ -176,12 +182,7 @@ struct CKernelsTests {
     /// convert in registers at every skinny row count.
     @Test func intelEmeraldRapids_matchesTheCPUAndSetsThePrefetchDefault() throws {
         #if arch(x86_64)
-        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        try #require(!cpuinfo.isEmpty, "no /proc/cpuinfo to compare with")
-        func field(_ name: String) -> String {
-            let line = cpuinfo.split(separator: "\n").first { $0.hasPrefix(name) } ?? ""
-            return line.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        }
+        let field = try Self.cpuinfoField()
         let emerald = field("vendor_id") == "GenuineIntel" && field("cpu family") == "6" && field("model\t") == "207"
         #expect((kv_intel_emerald_rapids() != 0) == emerald)
         #expect((kv_prefetch_l2_by_default() != 0) == (emerald || Kernels.amdZenGeneration == 4))
