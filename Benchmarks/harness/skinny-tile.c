@@ -1,0 +1,51 @@
+// A harness for the skinny projection's tiles alone: one thread, kv_skinny_gemm_packed over `outputs`
+// packed float32 weight rows of k columns small enough to stay in L2 (by default 256 x 768, 768 KB),
+// for several activation row counts, best of five batches. It tells the tiles' arithmetic rate from
+// the stream that limits them inside a pass (`kvbench kernels --breakdown`). Not part of any target;
+// build it against the package's C kernels from the repository's root:
+//
+//   clang -O2 -I Sources/CKernels/include -I Sources/CKernels Sources/CKernels/*.c \
+//       Benchmarks/harness/skinny-tile.c -o .build/skinny-tile -lm -ldl -lpthread
+//   .build/skinny-tile [outputs] [k]
+//
+// KVSESSION_AVX512=0 runs the AVX2 tiles instead.
+
+#include "CKernels.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv) {
+    const ptrdiff_t outputs = argc > 1 ? atol(argv[1]) : 256, k = argc > 2 ? atol(argv[2]) : 768, most = 64;
+    if (outputs <= 0 || outputs % kv_pack_group() != 0 || k <= 0) {
+        fprintf(stderr, "outputs must be a positive multiple of %td, k positive\n", kv_pack_group());
+        return 1;
+    }
+    float *w = malloc((size_t)(outputs * k) * sizeof(float)), *x = malloc((size_t)(most * k) * sizeof(float));
+    float *y = malloc((size_t)(most * outputs) * sizeof(float)), *group = malloc((size_t)(kv_pack_group() * k) * sizeof(float));
+    if (!w || !x || !y || !group) return 1;
+    for (ptrdiff_t i = 0; i < outputs * k; i++) w[i] = (float)(i % 97) * 0.01f;
+    for (ptrdiff_t i = 0; i < most * k; i++) x[i] = (float)(i % 89) * 0.01f;
+    kv_pack8_f32(w, outputs, k, group);
+    const int counts[] = {1, 2, 4, 8, 12, 16, 24, 32, 64};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        const int rows = counts[c], calls = 200;
+        double best = 1e30;
+        for (int batch = 0; batch < 5; batch++) {
+            double start = seconds();
+            for (int call = 0; call < calls; call++) kv_skinny_gemm_packed(x, k, rows, w, outputs, k, y, outputs, 1, 0);
+            double each = (seconds() - start) / calls;
+            best = each < best ? each : best;
+        }
+        printf("rows %2d: %6.1f GFLOP/s, %6.1f GB/s of weights\n", rows, 2.0 * rows * outputs * k / best / 1e9,
+               (double)(outputs * k) * sizeof(float) / best / 1e9);
+    }
+    free(w), free(x), free(y), free(group);
+    return 0;
+}
