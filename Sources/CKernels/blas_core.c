@@ -16,9 +16,9 @@
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__)) && defined(__linux__)
 #include <dlfcn.h>
 
-/// The best of OpenBLAS's x86-64 kernel sets this CPU and system can run, judged by instruction set
-/// alone (for a CPU OpenBLAS does not know, nothing else is known of it) and present in the loaded
-/// library (its table `gotoblas_NAME` is exported), or NULL below AVX2.
+// The best of OpenBLAS's x86-64 kernel sets this CPU and system can run, judged by instruction set
+// alone (for a CPU OpenBLAS does not know, nothing else is known of it) and present in the loaded
+// library (its table `gotoblas_NAME` is exported), or NULL below AVX2.
 const char *kv_blas_core_for_instructions(void) {
     __builtin_cpu_init();   // the checks below include the system's support for the vector state (XCR0)
     int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd")
@@ -36,8 +36,9 @@ const char *kv_blas_core_for_instructions(void) {
 }
 
 // Replaced when the library loads: OpenBLAS, a dependency of whatever links this, has made its own
-// choice by then, no BLAS call has run yet and no other thread exists to read the environment while
-// it briefly holds OPENBLAS_CORETYPE (gotoblas_dynamic_init reads the choice from there only).
+// choice by then, no BLAS call has run yet, and no thread of the program's but this one runs to read
+// the environment while it briefly holds OPENBLAS_CORETYPE (gotoblas_dynamic_init reads the choice
+// from there only; OpenBLAS's own idle workers never do).
 static const char *replaced_core = NULL;
 
 __attribute__((constructor)) static void replace_fallback_core(void) {
