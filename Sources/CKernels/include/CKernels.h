@@ -106,8 +106,9 @@ int kv_uses_skinny_avx512(void);
 /// Sends the kernels' software prefetches (weights and key/value rows ahead of the tiles' loads)
 /// into L2 only (1) or into L1 (0) and returns the previous choice. Default: L2 on the AMD Zen 4
 /// family, where an L1 prefetch from DRAM holds one of the core's few L1 miss buffers and a tile that
-/// computes while it streams kept too few lines in flight, and on Intel Emerald Rapids; L1 elsewhere. KVSESSION_PREFETCH_L2=0 or
-/// 1 overrides it. A hint only: no result changes.
+/// computes while it streams kept too few lines in flight, and on Intel Emerald Rapids (measured
+/// faster there too); L1 elsewhere. KVSESSION_PREFETCH_L2=0 or 1 overrides it. A hint only: no
+/// result changes.
 int kv_set_prefetch_l2(int on);
 /// 1 on the CPUs whose prefetches go to L2 unless KVSESSION_PREFETCH_L2 says otherwise, else 0.
 int kv_prefetch_l2_by_default(void);
@@ -125,9 +126,9 @@ int kv_intel_emerald_rapids(void);
 /// when it loaded (kv_blas_core_for_instructions): returns "Prescott" then, the kernels replaced;
 /// otherwise, and always when OPENBLAS_CORETYPE is set, NULL.
 const char *kv_blas_replaced_core(void);
-/// The kernel set the replacement (kv_blas_replaced_core) chooses on this CPU: the best of Cooperlake, SkylakeX
-/// and Haswell whose instructions the CPU and system support and that the loaded OpenBLAS has, or
-/// NULL (below AVX2, no DYNAMIC_ARCH OpenBLAS, not x86-64 Linux).
+/// The kernel set the replacement (kv_blas_replaced_core) chooses on this CPU: the best of
+/// Cooperlake, SkylakeX and Haswell whose instructions the CPU and system support and that the
+/// loaded OpenBLAS has, or NULL (below AVX2, no DYNAMIC_ARCH OpenBLAS, not x86-64 Linux).
 const char *kv_blas_core_for_instructions(void);
 /// How many of the n halfs at w are infinities or NaNs.
 ptrdiff_t kv_count_nonfinite_halfs(const uint16_t *w, ptrdiff_t n);
