@@ -87,8 +87,9 @@ void kv_rmsnorm_portable(float *dst, const float *x, const float *weight, ptrdif
 
 // The exponential's operations on a vector of W bits (256 or 512; every lane the same arithmetic
 // at either width): clamp, x = n·ln2 + r with n rounded to nearest (ROUND), the polynomial in r,
-// then the scale 2^n built from exponent bits.
-#define KV_EXP_VECTOR(ATTRIBUTES, NAME, W, ROUND)                                                               \
+// then y · 2^n (SCALE). After the clamp 2^n is a normal float and the polynomial's y about 1, so
+// y · 2^n is exact, whether as a product with 2^n built from exponent bits or as one VSCALEFPS.
+#define KV_EXP_VECTOR(ATTRIBUTES, NAME, W, ROUND, SCALE)                                                        \
     ATTRIBUTES __m##W NAME(__m##W x) {                                                                           \
         x = _mm##W##_min_ps(x, _mm##W##_set1_ps(EXP_HIGH));                                                      \
         x = _mm##W##_max_ps(x, _mm##W##_set1_ps(EXP_LOW));                                                       \
@@ -98,11 +99,12 @@ void kv_rmsnorm_portable(float *dst, const float *x, const float *weight, ptrdif
         __m##W p = _mm##W##_set1_ps(exp_poly[0]);                                                                \
         for (int i = 1; i < 6; i++) p = _mm##W##_fmadd_ps(p, r, _mm##W##_set1_ps(exp_poly[i]));                  \
         __m##W y = _mm##W##_fmadd_ps(p, _mm##W##_mul_ps(r, r), _mm##W##_add_ps(r, _mm##W##_set1_ps(1.0f)));      \
-        __m##W##i e = _mm##W##_slli_epi32(_mm##W##_add_epi32(_mm##W##_cvtps_epi32(n), _mm##W##_set1_epi32(127)), 23); \
-        return _mm##W##_mul_ps(y, _mm##W##_castsi##W##_ps(e));                                                  \
+        return SCALE(y, n);                                                                                      \
     }
 #define KV_ROUND8(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-KV_EXP_VECTOR(KV_AVX2_INLINE, exp8, 256, KV_ROUND8)
+#define KV_SCALE8(y, n) \
+    _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)))
+KV_EXP_VECTOR(KV_AVX2_INLINE, exp8, 256, KV_ROUND8, KV_SCALE8)
 
 KV_AVX2_INLINE float sum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -118,11 +120,19 @@ KV_AVX2_INLINE float max8(__m256 v) {
     return _mm_cvtss_f32(m);
 }
 
+// Four running maxima side by side (a maximum is exact in any order): one alone waits on its own
+// latency every eight floats, which over a 128-key tile of scores is most of the time.
 KV_AVX2 static float max_avx2(const float *x, ptrdiff_t n) {
     ptrdiff_t end = n - n % 8, i;
-    __m256 maxv = _mm256_set1_ps(-INFINITY);
-    for (i = 0; i < end; i += 8) maxv = _mm256_max_ps(maxv, _mm256_loadu_ps(x + i));
-    float max = max8(maxv);
+    __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
+    for (i = 0; i + 32 <= end; i += 32) {
+        m0 = _mm256_max_ps(m0, _mm256_loadu_ps(x + i));
+        m1 = _mm256_max_ps(m1, _mm256_loadu_ps(x + i + 8));
+        m2 = _mm256_max_ps(m2, _mm256_loadu_ps(x + i + 16));
+        m3 = _mm256_max_ps(m3, _mm256_loadu_ps(x + i + 24));
+    }
+    for (; i < end; i += 8) m0 = _mm256_max_ps(m0, _mm256_loadu_ps(x + i));
+    float max = max8(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
     for (i = end; i < n; i++) max = x[i] > max ? x[i] : max;
     return max;
 }
@@ -146,10 +156,11 @@ KV_AVX2_INLINE float exp_sub_sum_rest(float *x, ptrdiff_t i, ptrdiff_t n, float 
 
 KV_AVX2 static float exp_sub_sum_avx2(float *x, ptrdiff_t n, float max) {
     ptrdiff_t end = n - n % 8, i;
-    __m256 m = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
-    // Four vectors per step, summed into the one accumulator in order (the same bits as one at a
-    // time): exp8 is a long dependent chain, and four side by side keep more of it in flight
-    // (on a Zen 1, about 18% faster over a 128-key tile).
+    __m256 m = _mm256_set1_ps(max), a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    // Four vectors per step, each summed into its own accumulator: exp8 is a long dependent chain,
+    // and four side by side keep more of it in flight (on a Zen 1, about 18% faster over a 128-key
+    // tile); one accumulator for all four made its additions the chain (on an Emerald Rapids the
+    // AVX-512 body's softmax took 15% of the few-query attention kernel with one, 12% with four).
     for (i = 0; i + 32 <= end; i += 32) {
         __m256 e0 = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), m)), e1 = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), m));
         __m256 e2 = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 16), m)), e3 = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 24), m));
@@ -157,9 +168,9 @@ KV_AVX2 static float exp_sub_sum_avx2(float *x, ptrdiff_t n, float max) {
         _mm256_storeu_ps(x + i + 8, e1);
         _mm256_storeu_ps(x + i + 16, e2);
         _mm256_storeu_ps(x + i + 24, e3);
-        acc = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc, e0), e1), e2), e3);
+        a0 = _mm256_add_ps(a0, e0), a1 = _mm256_add_ps(a1, e1), a2 = _mm256_add_ps(a2, e2), a3 = _mm256_add_ps(a3, e3);
     }
-    return exp_sub_sum_rest(x, i, n, max, acc);
+    return exp_sub_sum_rest(x, i, n, max, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
 }
 
 // ---- AVX-512 bodies with the AVX2 bodies' bits, where the skinny kernels' switch allows ----
@@ -167,25 +178,26 @@ KV_AVX2 static float exp_sub_sum_avx2(float *x, ptrdiff_t n, float max) {
 #define KV_AVX512 __attribute__((target("avx2,fma,avx512f,avx512dq,avx512vl")))
 #define KV_AVX512_INLINE __attribute__((target("avx2,fma,avx512f,avx512dq,avx512vl"), always_inline)) static inline
 
-// exp8's operations, sixteen lanes at a time.
+// exp8's operations, sixteen lanes at a time (the scale in one instruction, the same bits).
 #define KV_ROUND16(v) _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-KV_EXP_VECTOR(KV_AVX512_INLINE, exp16, 512, KV_ROUND16)
+#define KV_SCALE16(y, n) _mm512_scalef_ps(y, n)
+KV_EXP_VECTOR(KV_AVX512_INLINE, exp16, 512, KV_ROUND16, KV_SCALE16)
 
 // exp_sub_sum_avx2 with half as many exponentials: each 512-bit result's halves are two of its
-// eight-lane vectors, added to the one eight-lane accumulator in the same order, so the
-// exponentials and the sum keep their bits.
+// eight-lane vectors, and each 512-bit accumulator's halves two of its accumulators (a0 | a1 and
+// a2 | a3), added and combined in the same order, so the exponentials and the sum keep their bits.
 KV_AVX512 static float exp_sub_sum_avx512(float *x, ptrdiff_t n, float max) {
     ptrdiff_t end = n - n % 8, i;
-    __m512 m = _mm512_set1_ps(max);
-    __m256 acc = _mm256_setzero_ps();
+    __m512 m = _mm512_set1_ps(max), a01 = _mm512_setzero_ps(), a23 = a01;
     for (i = 0; i + 32 <= end; i += 32) {
         __m512 e01 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), m)), e23 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), m));
         _mm512_storeu_ps(x + i, e01);
         _mm512_storeu_ps(x + i + 16, e23);
-        acc = _mm256_add_ps(_mm256_add_ps(acc, _mm512_castps512_ps256(e01)), _mm512_extractf32x8_ps(e01, 1));
-        acc = _mm256_add_ps(_mm256_add_ps(acc, _mm512_castps512_ps256(e23)), _mm512_extractf32x8_ps(e23, 1));
+        a01 = _mm512_add_ps(a01, e01), a23 = _mm512_add_ps(a23, e23);
     }
-    return exp_sub_sum_rest(x, i, n, max, acc);
+    __m256 low = _mm256_add_ps(_mm512_castps512_ps256(a01), _mm512_extractf32x8_ps(a01, 1));
+    __m256 high = _mm256_add_ps(_mm512_castps512_ps256(a23), _mm512_extractf32x8_ps(a23, 1));
+    return exp_sub_sum_rest(x, i, n, max, _mm256_add_ps(low, high));
 }
 
 KV_AVX2 static float exp_shifted_sum_avx2(float *x, ptrdiff_t n) { return exp_sub_sum_avx2(x, n, max_avx2(x, n)); }
