@@ -8,7 +8,8 @@
 //       Benchmarks/harness/attend-keys.c -o .build/attend-keys -lm -ldl -lpthread
 //   .build/attend-keys [keys] [positions...]
 //
-// KVSESSION_AVX512=0 runs the AVX2 bodies instead.
+// KVSESSION_AVX512=0 runs the AVX2 bodies instead; PAD=n spaces the key and value rows n floats
+// further apart than the cache does (to see what L1 set conflicts cost).
 
 #include "CKernels.h"
 #include <stdio.h>
@@ -21,6 +22,12 @@ static double seconds(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+// `count` floats on a cache line (as the runtime's buffers are), or NULL.
+static float *lines(size_t count) {
+    void *p = NULL;
+    return posix_memalign(&p, 64, count * sizeof(float)) == 0 ? p : NULL;
+}
+
 int main(int argc, char **argv) {
     const ptrdiff_t keys = argc > 1 ? atol(argv[1]) : 1536, kvHeads = 4, group = 3, headDim = 64, tile = 128, most = 64;
     const ptrdiff_t ldkv = kvHeads * headDim + (getenv("PAD") ? atol(getenv("PAD")) : 0), ldq = kvHeads * group * headDim, rows = group * most;
@@ -28,11 +35,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "keys must be at least %td\n", most);
         return 1;
     }
-    float *k = malloc((size_t)(keys * ldkv) * sizeof(float)), *v = malloc((size_t)(keys * ldkv) * sizeof(float));
-    float *q = malloc((size_t)(most * ldq) * sizeof(float));
-    float *work = malloc((size_t)kv_attend_work_floats(kvHeads, rows, headDim, tile) * sizeof(float));
-    float *stats = malloc((size_t)(kvHeads * rows * 2) * sizeof(float));
-    float *o = malloc((size_t)(kvHeads * rows * headDim) * sizeof(float));
+    float *k = lines((size_t)(keys * ldkv)), *v = lines((size_t)(keys * ldkv)), *q = lines((size_t)(most * ldq));
+    float *work = lines((size_t)kv_attend_work_floats(kvHeads, rows, headDim, tile));
+    float *stats = lines((size_t)(kvHeads * rows * 2)), *o = lines((size_t)(kvHeads * rows * headDim));
     if (!k || !v || !q || !work || !stats || !o) return 1;
     for (ptrdiff_t i = 0; i < keys * ldkv; i++) k[i] = (float)(i % 97) * 0.01f - 0.5f, v[i] = (float)(i % 89) * 0.01f;
     for (ptrdiff_t i = 0; i < most * ldq; i++) q[i] = (float)(i % 83) * 0.01f - 0.4f;

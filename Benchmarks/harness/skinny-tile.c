@@ -21,14 +21,22 @@ static double seconds(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+// `count` floats on a cache line, or NULL.
+static float *lines(size_t count) {
+    void *p = NULL;
+    return posix_memalign(&p, 64, count * sizeof(float)) == 0 ? p : NULL;
+}
+
 int main(int argc, char **argv) {
     const ptrdiff_t outputs = argc > 1 ? atol(argv[1]) : 256, k = argc > 2 ? atol(argv[2]) : 768, most = 64;
     if (outputs <= 0 || outputs % kv_pack_group() != 0 || k <= 0) {
         fprintf(stderr, "outputs must be a positive multiple of %td, k positive\n", kv_pack_group());
         return 1;
     }
-    float *w = malloc((size_t)(outputs * k) * sizeof(float)), *x = malloc((size_t)(most * k) * sizeof(float));
-    float *y = malloc((size_t)(most * outputs) * sizeof(float)), *group = malloc((size_t)(kv_pack_group() * k) * sizeof(float));
+    // On cache lines, as the runtime's buffers are (with malloc's 16 bytes, half the tiles' 32-byte
+    // activation loads would split a line: 6-19% slower here).
+    float *w = lines((size_t)(outputs * k)), *x = lines((size_t)(most * k)), *y = lines((size_t)(most * outputs));
+    float *group = lines((size_t)(kv_pack_group() * k));
     if (!w || !x || !y || !group) return 1;
     for (ptrdiff_t i = 0; i < outputs * k; i++) w[i] = (float)(i % 97) * 0.01f;
     for (ptrdiff_t i = 0; i < most * k; i++) x[i] = (float)(i % 89) * 0.01f;

@@ -48,7 +48,7 @@ public final class FloatBuffer: @unchecked Sendable {
             base = mapping.base.bindMemory(to: Float.self, capacity: count)
             mappedByteCount = mapping.length
         } else {
-            guard let raw = malloc(bytes) else { throw RuntimeError.allocationFailed(bytes: bytes) }
+            guard let raw = LargeMapping.alignedAllocation(bytes) else { throw RuntimeError.allocationFailed(bytes: bytes) }
             base = raw.bindMemory(to: Float.self, capacity: max(count, 1))
             mappedByteCount = 0
         }

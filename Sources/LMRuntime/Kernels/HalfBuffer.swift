@@ -8,7 +8,7 @@ final class HalfBuffer: @unchecked Sendable {
     let count: Int
 
     /// Allocates `count` zeroed halfs.
-    /// - Throws: ``RuntimeError/allocationFailed(bytes:)`` when the size is impossible or `malloc` fails.
+    /// - Throws: ``RuntimeError/allocationFailed(bytes:)`` when the size is impossible or the allocation fails.
     init(checkedCount count: Int) throws {
         let (bytes, overflow) = max(count, 1).multipliedReportingOverflow(by: MemoryLayout<UInt16>.stride)
         guard count >= 0, !overflow else { throw RuntimeError.allocationFailed(bytes: .max) }
@@ -17,14 +17,15 @@ final class HalfBuffer: @unchecked Sendable {
             base = mapping.base.bindMemory(to: UInt16.self, capacity: count)
             mappedByteCount = mapping.length
         } else {
-            guard let raw = calloc(bytes, 1) else { throw RuntimeError.allocationFailed(bytes: bytes) }
+            guard let raw = LargeMapping.alignedAllocation(bytes) else { throw RuntimeError.allocationFailed(bytes: bytes) }
+            raw.initializeMemory(as: UInt8.self, repeating: 0, count: bytes)
             base = raw.bindMemory(to: UInt16.self, capacity: max(count, 1))
             mappedByteCount = 0
         }
         self.count = count
     }
 
-    /// Bytes of the buffer's own mapping (large buffers); 0 for calloc'd storage.
+    /// Bytes of the buffer's own mapping (large buffers); 0 for storage from the heap.
     private let mappedByteCount: Int
 
     deinit {

@@ -15,6 +15,22 @@ enum LargeMapping {
     /// Bytes from which buffers take a mapping of their own rather than `malloc`'s memory.
     static let threshold = 4 << 20
 
+    /// Bytes that heap storage below ``threshold`` is aligned to: a cache line, so that rows whose
+    /// stride is a multiple of 16 floats start on one and the kernels' 32- and 64-byte loads never
+    /// straddle two lines. (`malloc` gives 16: a pass's activations, 3 MB each on `base`, started 16
+    /// bytes past a page, and half the skinny tiles' 32-byte activation loads split a line. In a
+    /// one-core harness on an Emerald Rapids, the packed tiles of 12 / 16 / 32 rows ran 1.06-1.09 /
+    /// 1.19 / 1.16x as fast on aligned activations.)
+    static let heapAlignment = 64
+
+    /// `bytes` (> 0) of uninitialised heap memory aligned to ``heapAlignment``, freed with `free`;
+    /// nil when the allocation fails.
+    static func alignedAllocation(_ bytes: Int) -> UnsafeMutableRawPointer? {
+        var raw: UnsafeMutableRawPointer?
+        guard posix_memalign(&raw, heapAlignment, bytes) == 0 else { return nil }
+        return raw
+    }
+
     /// Maps `bytes` of zeroed memory, rounded up to whole huge pages; nil when the system refuses.
     /// - Returns: the start (aligned to ``alignment``) and the mapped length, for `munmap`.
     static func map(_ bytes: Int) -> (base: UnsafeMutableRawPointer, length: Int)? {
