@@ -20,7 +20,11 @@
 #define KV_X86 0
 #endif
 
+// alpha · dot, plus beta · y when beta is not 0: one rounding per operation in every body. (Left to
+// the compiler, `alpha * dot + beta * *y` became an FMA of one product or of the other depending on
+// the function it was inlined into; finish4x4_512's vector form needs one definite order to match.)
 static inline float finish(float dot, float alpha, float beta, const float *y) {
+#pragma clang fp contract(off)
     return beta == 0 ? alpha * dot : alpha * dot + beta * *y;
 }
 
@@ -227,7 +231,7 @@ KV_512_INLINE __m512 load_row_pair(const char *p, int halfs) {
 // with its operands in the same order (lanes l + l+4, then those s0 + s2 and s1 + s3, then the two), so
 // the bits are reduce8's, in 21 instructions for sixteen sums where reduce8 takes about 100 (on an
 // Emerald Rapids VM, f32 passes of 12-64 new tokens on base 1.5-4% faster, alternating binaries).
-KV_512_INLINE void reduce4x4_512(const __m512 lo[4], const __m512 hi[4], float *out, ptrdiff_t stride) {
+KV_512_INLINE __m512 sums4x4_512(const __m512 lo[4], const __m512 hi[4]) {
     __m512 s[4];   // per activation row: quarter j holds weight row j's four sums l + l+4
 #pragma clang loop unroll(full)
     for (int u = 0; u < 4; u++)
@@ -239,19 +243,47 @@ KV_512_INLINE void reduce4x4_512(const __m512 lo[4], const __m512 hi[4], float *
     __m512 p23 = _mm512_add_ps(_mm512_shuffle_ps(s[2], s[3], _MM_SHUFFLE(1, 0, 1, 0)),
                                _mm512_shuffle_ps(s[2], s[3], _MM_SHUFFLE(3, 2, 3, 2)));
     // Per quarter (weight row): the four activation rows' sums.
-    __m512 dots = _mm512_add_ps(_mm512_shuffle_ps(p01, p23, _MM_SHUFFLE(2, 0, 2, 0)),
-                                _mm512_shuffle_ps(p01, p23, _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_ps(_mm512_shuffle_ps(p01, p23, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_ps(p01, p23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// The sixteen sums of sums4x4_512 stored to out[j * stride + u].
+KV_512_INLINE void reduce4x4_512(const __m512 lo[4], const __m512 hi[4], float *out, ptrdiff_t stride) {
+    __m512 dots = sums4x4_512(lo, hi);
     _mm_storeu_ps(out, _mm512_castps512_ps128(dots));
     _mm_storeu_ps(out + stride, _mm512_extractf32x4_ps(dots, 1));
     _mm_storeu_ps(out + 2 * stride, _mm512_extractf32x4_ps(dots, 2));
     _mm_storeu_ps(out + 3 * stride, _mm512_extractf32x4_ps(dots, 3));
 }
 
+// The sixteen sums of sums4x4_512 finished and stored where they belong, for a k with no tail (a
+// multiple of 8): activation row u's four outputs are consecutive, y[u * ldy + j], so one permute
+// turns the vector around and each row takes one 128-bit operation and store, for `count` (1...4)
+// rows. The arithmetic is finish()'s, one rounding per operation, which the on/off bit tests hold
+// it to (with an alpha and beta whose products round). Where each
+// element went through finish() one by one, 48 scalar finishes for a tile of twelve rows took about
+// a tenth of its instructions, on the ports its FMAs need.
+KV_512_INLINE void finish4x4_512(const __m512 lo[4], const __m512 hi[4], int count, float *y, ptrdiff_t ldy,
+                                 float alpha, float beta) {
+    const __m512i rows = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m512 t = _mm512_permutexvar_ps(rows, sums4x4_512(lo, hi));   // quarter u: row u's four outputs
+    const __m128 a = _mm_set1_ps(alpha), b = _mm_set1_ps(beta);
+    __m128 v[4] = {_mm512_castps512_ps128(t), _mm512_extractf32x4_ps(t, 1), _mm512_extractf32x4_ps(t, 2),
+                   _mm512_extractf32x4_ps(t, 3)};
+    for (int u = 0; u < count; u++) {
+        float *out = y + u * ldy;
+        __m128 r = beta == 0 ? _mm_mul_ps(a, v[u]) : _mm_add_ps(_mm_mul_ps(a, v[u]), _mm_mul_ps(b, _mm_loadu_ps(out)));
+        _mm_storeu_ps(out, r);
+    }
+}
+
 // R activation rows (1...KV_512_ROWS, a constant once inlined) by the packed group of four weight rows at
 // `group` (elements of `size` bytes): dots[j][t] the reduced eight lane sums of weight row j and
-// activation row t, before the tail. Prefetches `lines` cache lines from `ahead` spread over its steps.
+// activation row t, before the tail; or, with `y` (k a multiple of 8), the finished outputs stored
+// at y[t * ldy + j] (finish4x4_512). Prefetches `lines` cache lines from `ahead` spread over its steps.
 KV_512_INLINE void group_dots512(const int R, const int halfs, const float *x, ptrdiff_t ldx, const char *group,
-                                 ptrdiff_t k, float dots[4][KV_512_ROWS], const char *ahead, ptrdiff_t lines) {
+                                 ptrdiff_t k, float dots[4][KV_512_ROWS], const char *ahead, ptrdiff_t lines,
+                                 float *y, ptrdiff_t ldy, float alpha, float beta) {
     const ptrdiff_t size = halfs ? 2 : 4, end = k - k % 8, steps = end > 8 ? end / 8 : 1;
     ptrdiff_t spread = 0;
     __m512 lo[KV_512_ROWS], hi[KV_512_ROWS];   // rows 0-1 and rows 2-3, per activation row
@@ -270,6 +302,11 @@ KV_512_INLINE void group_dots512(const int R, const int halfs, const float *x, p
     }
 #pragma clang loop unroll(full)
     for (int t = R; t < (R + 3) / 4 * 4; t++) lo[t] = hi[t] = _mm512_setzero_ps();   // whole fours (KV_512_ROWS is one)
+    if (y) {
+#pragma clang loop unroll(full)
+        for (int t = 0; t < R; t += 4) finish4x4_512(lo + t, hi + t, R - t < 4 ? R - t : 4, y + t * ldy, ldy, alpha, beta);
+        return;
+    }
 #pragma clang loop unroll(full)
     for (int t = 0; t < R; t += 4) reduce4x4_512(lo + t, hi + t, &dots[0][t], KV_512_ROWS);
 }
@@ -279,8 +316,8 @@ KV_512_INLINE void group_dots512(const int R, const int halfs, const float *x, p
 #define KV_GROUP_DOTS(R, halfs, name)                                                                     \
     __attribute__((target(KV_512_TARGET), noinline)) static void name(                                    \
         const float *x, ptrdiff_t ldx, const char *group, ptrdiff_t k, float dots[4][KV_512_ROWS],         \
-        const char *ahead, ptrdiff_t lines) {                                                             \
-        group_dots512(R, halfs, x, ldx, group, k, dots, ahead, lines);                                    \
+        const char *ahead, ptrdiff_t lines, float *y, ptrdiff_t ldy, float alpha, float beta) {           \
+        group_dots512(R, halfs, x, ldx, group, k, dots, ahead, lines, y, ldy, alpha, beta);               \
     }
 KV_GROUP_DOTS(1, 0, dots512_f32_1) KV_GROUP_DOTS(2, 0, dots512_f32_2) KV_GROUP_DOTS(3, 0, dots512_f32_3)
 KV_GROUP_DOTS(4, 0, dots512_f32_4) KV_GROUP_DOTS(5, 0, dots512_f32_5) KV_GROUP_DOTS(6, 0, dots512_f32_6)
@@ -291,7 +328,8 @@ KV_GROUP_DOTS(4, 1, dots512_f16_4) KV_GROUP_DOTS(5, 1, dots512_f16_5) KV_GROUP_D
 KV_GROUP_DOTS(7, 1, dots512_f16_7) KV_GROUP_DOTS(8, 1, dots512_f16_8) KV_GROUP_DOTS(9, 1, dots512_f16_9)
 KV_GROUP_DOTS(10, 1, dots512_f16_10) KV_GROUP_DOTS(11, 1, dots512_f16_11) KV_GROUP_DOTS(12, 1, dots512_f16_12)
 #undef KV_GROUP_DOTS
-typedef void (*group_dots512_fn)(const float *, ptrdiff_t, const char *, ptrdiff_t, float[4][KV_512_ROWS], const char *, ptrdiff_t);
+typedef void (*group_dots512_fn)(const float *, ptrdiff_t, const char *, ptrdiff_t, float[4][KV_512_ROWS], const char *, ptrdiff_t,
+                                 float *, ptrdiff_t, float, float);
 static const group_dots512_fn group_dots512_by_rows[2][KV_512_ROWS] = {
     {dots512_f32_1, dots512_f32_2, dots512_f32_3, dots512_f32_4, dots512_f32_5, dots512_f32_6,
      dots512_f32_7, dots512_f32_8, dots512_f32_9, dots512_f32_10, dots512_f32_11, dots512_f32_12},
@@ -429,7 +467,12 @@ KV_512_INLINE void packed512(const int halfs, const float *x, ptrdiff_t ldx, ptr
             const char *ahead = next ? next + 64 * tile * share : NULL;
             ptrdiff_t lines = next ? share : 0;
             float dots[4][KV_512_ROWS];
-            group_dots512_by_rows[halfs][r - 1](xt, ldx, group, k, dots, ahead, lines);
+            if (k % 8 == 0) {   // no tail: the tile finishes and stores its outputs itself
+                group_dots512_by_rows[halfs][r - 1](xt, ldx, group, k, dots, ahead, lines, y + t * ldy + n, ldy, alpha, beta);
+                t += r;
+                continue;
+            }
+            group_dots512_by_rows[halfs][r - 1](xt, ldx, group, k, dots, ahead, lines, NULL, 0, 0, 0);
             for (int j = 0; j < KV_PACK_GROUP; j++)
                 for (ptrdiff_t u = 0; u < r; u++) {
                     float *out = y + (t + u) * ldy + n + j, dot = dots[j][u];
@@ -512,7 +555,7 @@ KV_512_INLINE void decode512_groups(const int halfs, const float *x, const void 
     ptrdiff_t n = 0;
     for (; n + KV_PACK_GROUP <= outputs; n += KV_PACK_GROUP) {
         float dots[4][KV_512_ROWS];
-        group_dots512_by_rows[halfs][0](x, k, (const char *)w + n * k * size, k, dots, NULL, 0);
+        group_dots512_by_rows[halfs][0](x, k, (const char *)w + n * k * size, k, dots, NULL, 0, NULL, 0, 0, 0);
         for (int j = 0; j < KV_PACK_GROUP; j++) {
             float dot = halfs ? tail_f16_packed(x, (const uint16_t *)w, n + j, k, k, dots[j][0])
                               : tail_f32_packed(x, (const float *)w, n + j, k, k, dots[j][0]);

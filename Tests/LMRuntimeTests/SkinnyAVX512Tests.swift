@@ -59,7 +59,7 @@ struct SkinnyAVX512Tests {
                 + w[(whole * k)...].map(Kernels.halfBits)
             let start = CKernelsTests.values(rows * outputs, seed: 11, scale: 1)
             let chunked = PackedWeightsTests.chunked(2 * kv_pack_group())
-            for (alpha, beta) in [(Float(1), Float(0)), (0.5, 1)] {
+            for (alpha, beta) in [(Float(1), Float(0)), (0.5, 1), (0.3, 0.7)] {   // the last: finish's rounding shows
                 let label = "\(rows)x\(outputs)x\(k) beta \(beta)"
                 let f32 = Self.bothWays(rows: rows, outputs: outputs, k: k, start: start) {
                     kv_skinny_gemm_packed(x, k, rows, floats, outputs, k, $0, outputs, alpha, beta)
@@ -186,7 +186,7 @@ struct SkinnyAVX512Tests {
             let halfs = PackedWeightsTests.packed(Array(w[0 ..< whole * k].map(Kernels.halfBits)), rows: whole, k: k)
                 + w[(whole * k)...].map(Kernels.halfBits)
             let start = CKernelsTests.values(outputs, seed: 5, scale: 1)
-            for (alpha, beta) in [(Float(1), Float(0)), (0.5, 1)] {
+            for (alpha, beta) in [(Float(1), Float(0)), (0.5, 1), (0.3, 0.7)] {
                 let kernels: [(String, (UnsafeMutablePointer<Float>) -> Void)] = [
                     ("f32", { kv_skinny_gemm_packed(x, k, 1, floats, outputs, k, $0, outputs, alpha, beta) }),
                     ("f16", { kv_skinny_gemm_f16_packed(x, k, 1, halfs, outputs, k, $0, outputs, alpha, beta) }),
