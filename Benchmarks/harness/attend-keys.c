@@ -12,21 +12,8 @@
 // further apart than the cache does (to see what L1 set conflicts cost).
 
 #include "CKernels.h"
+#include "harness.h"
 #include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
-static double seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-// `count` floats on a cache line (as the runtime's buffers are), or NULL.
-static float *lines(size_t count) {
-    void *p = NULL;
-    return posix_memalign(&p, 64, count * sizeof(float)) == 0 ? p : NULL;
-}
 
 int main(int argc, char **argv) {
     const ptrdiff_t keys = argc > 1 ? atol(argv[1]) : 1536, kvHeads = 4, group = 3, headDim = 64, tile = 128, most = 64;

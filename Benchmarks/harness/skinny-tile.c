@@ -11,21 +11,8 @@
 // KVSESSION_AVX512=0 runs the AVX2 tiles instead.
 
 #include "CKernels.h"
+#include "harness.h"
 #include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
-static double seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-// `count` floats on a cache line, or NULL.
-static float *lines(size_t count) {
-    void *p = NULL;
-    return posix_memalign(&p, 64, count * sizeof(float)) == 0 ? p : NULL;
-}
 
 int main(int argc, char **argv) {
     const ptrdiff_t outputs = argc > 1 ? atol(argv[1]) : 256, k = argc > 2 ? atol(argv[2]) : 768, most = 64;
@@ -33,8 +20,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "outputs must be a positive multiple of %td, k positive\n", kv_pack_group());
         return 1;
     }
-    // On cache lines, as the runtime's buffers are (with malloc's 16 bytes, half the tiles' 32-byte
-    // activation loads would split a line: 6-19% slower here).
     float *w = lines((size_t)(outputs * k)), *x = lines((size_t)(most * k)), *y = lines((size_t)(most * outputs));
     float *group = lines((size_t)(kv_pack_group() * k));
     if (!w || !x || !y || !group) return 1;
