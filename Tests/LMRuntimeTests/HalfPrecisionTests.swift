@@ -1,6 +1,6 @@
 import CKernels
 import Foundation
-import LMRuntime
+@testable import LMRuntime
 import LMTestSupport
 import Testing
 
@@ -94,6 +94,23 @@ struct HalfPrecisionTests {
             Kernels.matmul(a, transposed: half, into: c, scratch: scratch)
             #expect(Fixtures.maxRelativeError(c.toArray(), expected.toArray()) <= 1e-5, "rows \(rows), scratch \(scratch != nil)")
         }
+    }
+
+    /// Blocks for sgemm over a matrix narrower than the scratch is wide hold proportionally more rows
+    /// (here three times as many: several blocks a band, the last one partial, whole packed groups):
+    /// the product still matches the float32 one, on plain and packed half weights.
+    @Test(arguments: [false, true])
+    func matmul_narrowMatricesTakeTallerBlocks(packed: Bool) {
+        let rows = Kernels.skinnyRowLimit + 9, outputs = 2_000, k = 72
+        let a = Matrix(rows: rows, cols: k, values: CKernelsTests.values(rows * k, seed: 21, scale: 1))
+        let f32 = Matrix(rows: outputs, cols: k, values: CKernelsTests.values(outputs * k, seed: 22, scale: 1)
+            .map { Kernels.float(fromHalf: Kernels.halfBits($0)) })
+        let half = packed ? Kernels.pack(WeightMatrix.half(copying: f32)) : WeightMatrix.half(copying: f32)
+        let expected = Matrix.zeros(rows: rows, cols: outputs), c = Matrix.zeros(rows: rows, cols: outputs)
+        Kernels.matmul(a, transposed: f32, into: expected)
+        Kernels.matmul(a, transposed: half, into: c, scratch: HalfScratch(width: 3 * k))
+        #expect(half.packed == packed)
+        #expect(Fixtures.maxRelativeError(c.toArray(), expected.toArray()) <= 1e-5)
     }
 
     /// Converting rounds each weight once to the nearest half; converting back is exact, and again
