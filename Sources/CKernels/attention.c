@@ -470,6 +470,8 @@ static void attend_tile(const float *stacked, ptrdiff_t rows, ptrdiff_t position
 #if KV_X86
     if (avx2) {
         ahead_t values = ahead_over(valuesNext, ahead, weighted_steps_x86(rows, headDim, wide));
+        const float *valueRows = v;
+        ptrdiff_t ldv = ldkv;
         if (rows >= TRANSPOSED_FROM_ROWS) {
             // Every block of output rows reads the head's value rows again, and in the cache they
             // lie a whole K/V row apart (1 KB on base): 128 of them fall into a sixteenth of L1's
@@ -477,10 +479,9 @@ static void attend_tile(const float *stacked, ptrdiff_t rows, ptrdiff_t position
             // by now) they do: on an Emerald Rapids, 11 new tokens' attention over 1,536 keys on
             // one core took 0.89x the time (Benchmarks/harness/attend-keys.c).
             copy_rows(transposed, headDim, v, ldkv, n, headDim);
-            weighted_rows_x86(o, ldo, rows, scores, tile, transposed, headDim, n, headDim, 1, &values, wide);
-            return;
+            valueRows = transposed, ldv = headDim;
         }
-        weighted_rows_x86(o, ldo, rows, scores, tile, v, ldkv, n, headDim, 1, &values, wide);
+        weighted_rows_x86(o, ldo, rows, scores, tile, valueRows, ldv, n, headDim, 1, &values, wide);
         return;
     }
 #endif

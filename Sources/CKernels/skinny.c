@@ -467,13 +467,10 @@ KV_512_INLINE void packed512(const int halfs, const float *x, ptrdiff_t ldx, ptr
             const char *ahead = next ? next + 64 * tile * share : NULL;
             ptrdiff_t lines = next ? share : 0;
             float dots[4][KV_512_ROWS];
-            if (k % 8 == 0) {   // no tail: the tile finishes and stores its outputs itself
-                group_dots512_by_rows[halfs][r - 1](xt, ldx, group, k, dots, ahead, lines, y + t * ldy + n, ldy, alpha, beta);
-                t += r;
-                continue;
-            }
-            group_dots512_by_rows[halfs][r - 1](xt, ldx, group, k, dots, ahead, lines, NULL, 0, 0, 0);
-            for (int j = 0; j < KV_PACK_GROUP; j++)
+            // With no tail the tile finishes and stores its outputs itself.
+            group_dots512_by_rows[halfs][r - 1](xt, ldx, group, k, dots, ahead, lines, k % 8 == 0 ? y + t * ldy + n : NULL,
+                                                ldy, alpha, beta);
+            for (int j = 0; j < KV_PACK_GROUP && k % 8 != 0; j++)
                 for (ptrdiff_t u = 0; u < r; u++) {
                     float *out = y + (t + u) * ldy + n + j, dot = dots[j][u];
                     dot = halfs ? tail_f16_packed(xt + u * ldx, (const uint16_t *)w, n + j, k, k, dot)

@@ -96,8 +96,9 @@ extension Kernels {
 
 extension Kernels {
     /// Rows of half (or packed) weights a long pass converts to plain float32 at a time before
-    /// handing them to sgemm, for the model's widest matrix: a block of `[halfBlockRows, cols]` floats
-    /// stays in L2 while sgemm packs it (narrower matrices take as many floats in more rows). 128; 256 on Intel's Emerald Rapids (2 MiB of L2), where each sgemm call also packs
+    /// handing them to sgemm, for the model's widest matrix: a block of `[halfBlockRows, cols]`
+    /// floats stays in L2 while sgemm packs it (narrower matrices take as many floats in more rows).
+    /// 128; 256 on Intel's Emerald Rapids (2 MiB of L2), where each sgemm call also packs
     /// all the activations again, so wider blocks pay that less often: a prefill of 512 / 2,048
     /// tokens on `base` went from 1,053–1,132 / 969–1,014 to 1,157–1,181 / 1,039–1,056 tokens/s
     /// (f32, alternating binaries; with plain rows, nothing to unpack, 1,232–1,299 at 512).
