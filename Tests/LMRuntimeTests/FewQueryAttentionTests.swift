@@ -136,9 +136,9 @@ struct FewQueryAttentionTests {
         return out
     }
 
-    /// Up to ``Kernels/fewQueryLimit`` queries over 1 to 11 key tiles (one part, and four parts of
-    /// unequal length): every output within 2e-6 of softmax attention in double precision, and the
-    /// same bits on one worker as on two.
+    /// Up to ``Kernels/fewQueryLimit`` queries over 1 to 11 key tiles (one part, three, six, and eight
+    /// parts of unequal length): every output within 2e-6 of softmax attention in double precision,
+    /// and the same bits on one worker as on two (whichever thread runs a part).
     @Test(arguments: shapes)
     func causalAttention_fewQueriesMatchDefinitionOnAnyWorkers(shape: Shape) {
         #expect(Kernels.fewQueryLimit >= 16 && Kernels.fewQueryKeyTile < 1300 / 4)

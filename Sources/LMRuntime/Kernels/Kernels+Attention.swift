@@ -66,9 +66,10 @@ extension Kernels {
     package static let fewQueryKeyTile = 128
 
     /// The most parts the few-query path splits the visible keys into, so that a decode step
-    /// spreads over the threads whatever the model's K/V head count. Fixed, never the thread
-    /// count: a query's arithmetic does not depend on how many threads ran it.
-    package static let attentionParts = 4
+    /// spreads over the threads whatever the model's K/V head count, and a thread that finishes
+    /// early can take over parts of a slower one's run. Fixed, never the thread count: a query's
+    /// arithmetic does not depend on how many threads ran it.
+    package static let attentionParts = 8
 
     /// Causal grouped-query attention of `T` new queries against every cached key.
     ///
@@ -129,8 +130,14 @@ extension Kernels {
     /// Attention for at most ``fewQueryLimit`` queries: the visible keys are cut into up to
     /// ``attentionParts`` runs of whole ``fewQueryKeyTile`` tiles; each part runs ``kv_attend_keys``
     /// for every K/V head (reading its key and value rows whole, once, and prefetching the next
-    /// tile's rows while it computes), each worker taking a run of consecutive parts, then each
-    /// head's parts are merged in order. The cut depends on the key count only.
+    /// tile's rows while it computes), each worker taking a run of consecutive parts and, when done,
+    /// parts from the end of another's (``balancedBands(_:minimumPerBand:alignment:_:)``), then each
+    /// head's parts are merged in order. The cut depends on the key count only, so whichever thread
+    /// ran a part, the results are the same bits.
+    ///
+    /// Why the take-over: the two vCPUs of an Emerald Rapids VM ran these products at different
+    /// speeds, one of them at about 0.6 of the other (which one changed over time), so with fixed
+    /// runs the fast one waited for the slow one at the end of every layer's attention.
     private static func attendFew(queries: Matrix, keys: Matrix, values: Matrix, output: Matrix,
                                   scratch: AttentionScratch, group: Int, kvHeadCount: Int) {
         let t = queries.rows, headDim = queries.cols / (group * kvHeadCount), rows = group * t
@@ -139,21 +146,31 @@ extension Kernels {
         // from DRAM (the projections between two layers' attention stream far more than the
         // caches hold), and one core reading them waits on memory. On a Zen 1 host a decode
         // step's attention over 1,000 cached tokens took 5.0 ms per pass on one worker and 2.9 on two.
-        let workers = min(scratch.workers, threadCount, parts)
         let partRows = scratch.rowsPerPart, headRows = attentionParts * partRows   // scratch rows per part, per head
         let scale = 1 / Float(headDim).squareRoot()
         precondition(keys.rowStride == values.rowStride, "keys and values must share a row stride")
         func start(_ part: Int) -> Int { min(keys.rows, part * tiles / parts * fewQueryKeyTile) }
-        parallelWorkers(workers) { worker in
-            // A worker's parts are consecutive, so each part's last tile prefetches the next one's first.
-            let mine = worker * parts / workers ..< (worker + 1) * parts / workers
-            for part in mine {
-                kv_attend_keys(queries.base, queries.rowStride, t, group, kvHeadCount, headDim, keys.rows - t,
-                               keys.base, values.base, keys.rowStride, start(part), start(part + 1), start(mine.upperBound),
-                               part == mine.lowerBound ? 0 : 1, fewQueryKeyTile,
-                               scale, scratch.partWork.row(worker).base,
-                               scratch.partStats.base + part * partRows * 2, headRows * 2,
-                               scratch.partOutputs.base + part * partRows * headDim, headDim, headRows * headDim)
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: workerCount) { ends in
+            ends.initialize(repeating: -1)
+            // Each thread's parts come in runs of consecutive ones: a run's last tile prefetches the
+            // first of the part its thread will probably take next (`following`), which then starts warm.
+            func attend(thread: Int, run: Range<Int>, following: Int) {
+                let through = start(run.upperBound + (following > 0 ? 1 : 0))
+                for part in run {
+                    let fetched = part > run.lowerBound || ends[thread] == part
+                    kv_attend_keys(queries.base, queries.rowStride, t, group, kvHeadCount, headDim, keys.rows - t,
+                                   keys.base, values.base, keys.rowStride, start(part), start(part + 1), through,
+                                   fetched ? 1 : 0, fewQueryKeyTile,
+                                   scale, scratch.partWork.row(thread).base,
+                                   scratch.partStats.base + part * partRows * 2, headRows * 2,
+                                   scratch.partOutputs.base + part * partRows * headDim, headDim, headRows * headDim)
+                }
+                ends[thread] = following > 0 ? run.upperBound : -1
+            }
+            if scratch.workers >= min(workerCount, parts) {
+                balancedBands(parts, minimumPerBand: 1, alignment: 1) { attend(thread: $0, run: $1, following: $2) }
+            } else {   // scratch for fewer threads than the pool's: one thread runs every part
+                attend(thread: 0, run: 0 ..< parts, following: 0)
             }
         }
         for kvHead in 0 ..< kvHeadCount {
