@@ -57,7 +57,7 @@ let package = Package(
         .testTarget(
             name: "LMRuntimeTests",
             dependencies: [
-                "LMRuntime", "LMTestSupport", "CKernels",
+                "LMRuntime", "LMTestSupport", "CKernels", "COpenBLAS",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),

@@ -36,19 +36,37 @@ const char *kv_blas_core_for_instructions(void) {
 }
 
 // Replaced when the library loads: OpenBLAS, a dependency of whatever links this, has made its own
-// choice by then, no BLAS call has run yet, and no thread of the program's but this one runs to read
-// the environment while it briefly holds OPENBLAS_CORETYPE (gotoblas_dynamic_init reads the choice
-// from there only; OpenBLAS's own idle workers never do).
+// choice by then and no BLAS call of the program's has run yet. The choice is made again with
+// gotoblas_dynamic_quit and gotoblas_dynamic_init, which read it from OPENBLAS_CORETYPE only, and
+// between the two the kernel table is NULL; nothing of OpenBLAS's may run beside them. A pthreads
+// build has started its workers already, and a worker that is late to start allocates its buffer
+// then, which runs gotoblas_dynamic_init too when the table is NULL (0.3.21's memory.c): the two
+// initialisations interleaved have crashed a process at load, about once in a thousand. So the
+// workers are stopped and joined first (blas_thread_shutdown_, what OpenBLAS's own fork handler
+// calls); the first threaded call after this starts them again, on the new kernels. Where stopping
+// them is not exported (a pthreads build without it), nothing is replaced. The environment variable
+// is set for the moment of the swap only; at load, before the program's own code has run, no other
+// thread is expected to read the environment.
 static const char *replaced_core = NULL;
+static int workers_ran_at_replacement = -1;
 
 __attribute__((constructor)) static void replace_fallback_core(void) {
     if (getenv("OPENBLAS_CORETYPE") != NULL) return;   // the user's choice stands
     char *(*corename)(void) = (char *(*)(void))dlsym(RTLD_DEFAULT, "openblas_get_corename");
+    int (*parallel)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "openblas_get_parallel");
+    int (*stop_workers)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
     void (*quit)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit");
     void (*init)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init");
-    if (corename == NULL || quit == NULL || init == NULL || strcmp(corename(), "Prescott") != 0) return;
+    if (corename == NULL || parallel == NULL || quit == NULL || init == NULL) return;
+    if (strcmp(corename(), "Prescott") != 0) return;
+    int pthreads = parallel() == 1;   // 0: a serial build, 2: OpenMP threads, which start per call
+    if (pthreads && stop_workers == NULL) return;
     const char *better = kv_blas_core_for_instructions();
-    if (better == NULL || setenv("OPENBLAS_CORETYPE", better, 1) != 0) return;
+    if (better == NULL) return;
+    if (pthreads) stop_workers();
+    const int *workers_running = (const int *)dlsym(RTLD_DEFAULT, "blas_server_avail");
+    if (setenv("OPENBLAS_CORETYPE", better, 1) != 0) return;
+    if (workers_running != NULL) workers_ran_at_replacement = *workers_running != 0;
     quit();
     init();
     unsetenv("OPENBLAS_CORETYPE");
@@ -56,7 +74,9 @@ __attribute__((constructor)) static void replace_fallback_core(void) {
 }
 
 const char *kv_blas_replaced_core(void) { return replaced_core; }
+int kv_blas_workers_ran_at_replacement(void) { return replaced_core != NULL ? workers_ran_at_replacement : -1; }
 #else
 const char *kv_blas_core_for_instructions(void) { return NULL; }
 const char *kv_blas_replaced_core(void) { return NULL; }
+int kv_blas_workers_ran_at_replacement(void) { return -1; }
 #endif

@@ -1,4 +1,5 @@
 import CKernels
+import COpenBLAS
 import Foundation
 import LMRuntime
 import Testing
@@ -19,6 +20,28 @@ struct BLASCoreTests {
         }
         // The choice is made through the environment and must not stay there.
         #expect(getenv("OPENBLAS_CORETYPE") == nil)
+    }
+
+    /// The replacement swaps OpenBLAS's kernel table while none of OpenBLAS's workers runs: a
+    /// worker starting up beside it initialises the table too, and the two interleaved crashed about
+    /// one process in a thousand at load (`Benchmarks/harness/blas-core-load.c` repeats a load).
+    @Test(.enabled(if: kv_blas_replaced_core() != nil, "nothing was replaced on this CPU and OpenBLAS"))
+    func blasCoreReplacement_ranWithOpenBLASWorkersStopped() throws {
+        let ran = kv_blas_workers_ran_at_replacement()
+        try #require(ran != -1, "this OpenBLAS does not export blas_server_avail")
+        #expect(ran == 0)
+        // Stopped is not gone: OpenBLAS on two threads starts them again and gets the definition.
+        let n = 96
+        let a = (0..<n * n).map { Float($0 % 7) - 3 }, b = (0..<n * n).map { Float($0 % 5) - 2 }
+        var c = [Float](repeating: .nan, count: n * n)
+        Kernels.withOpenBLASThreads(2) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(n), Int32(n), Int32(n),
+                        1, a, Int32(n), b, Int32(n), 0, &c, Int32(n))
+        }
+        for (i, j) in [(0, 0), (n / 2, 7), (n - 1, n - 1)] {
+            let sum = (0..<n).reduce(Float(0)) { $0 + a[i * n + $1] * b[$1 * n + j] }   // small integers: exact
+            #expect(c[i * n + j] == sum, "row \(i), column \(j)")
+        }
     }
 
     @Test(.enabled(if: forced != nil, "runs under OPENBLAS_CORETYPE (Scripts/test-blas-cores)"))

@@ -126,6 +126,10 @@ int kv_intel_emerald_rapids(void);
 /// when it loaded (kv_blas_core_for_instructions): returns "Prescott" then, the kernels replaced;
 /// otherwise, and always when OPENBLAS_CORETYPE is set, NULL.
 const char *kv_blas_replaced_core(void);
+/// Whether OpenBLAS's own worker threads were running when kv_blas_replaced_core's replacement
+/// swapped the kernel table: 0 (they are stopped first, so none can initialise the table beside it),
+/// 1 if they were, -1 when nothing was replaced or the library does not say (no blas_server_avail).
+int kv_blas_workers_ran_at_replacement(void);
 /// The kernel set the replacement (kv_blas_replaced_core) chooses on this CPU: the best of
 /// Cooperlake, SkylakeX and Haswell whose instructions the CPU and system support and that the
 /// loaded OpenBLAS has, or NULL (below AVX2, no DYNAMIC_ARCH OpenBLAS, not x86-64 Linux).
