@@ -32,6 +32,12 @@ struct ModelReport: Encodable {
         let paired_read_gbps: Double
         /// Median over the pairs of the pass ÷ its roofline with the pair's own read ceiling.
         let paired_ratio_to_roofline: Double
+        /// The compute ceiling in the same pairs (median): the run's sgemm ceiling scaled by what
+        /// the cores did just before the pass, every worker's one-thread sgemm at once
+        /// (``KernelProbe/ComputeProbe``), against the best the run saw of that.
+        let paired_sgemm_gflops: Double
+        /// Median over the pairs of the pass ÷ its roofline with both of the pair's ceilings.
+        let paired_ceilings_ratio_to_roofline: Double
         let breakdown: [KernelTime]?
     }
 
@@ -96,10 +102,12 @@ struct KernelReport: Encodable {
             }
             if !m.incremental.isEmpty {
                 lines.append("  incremental prefill on \(m.incremental[0].cached_tokens) cached tokens: new tokens, ms, roofline ms (bytes ÷ read, FLOPs ÷ sgemm), ÷ roofline; "
-                    + "÷ roofline in pairs (median: 4 reads, then one pass) and the pairs' read GB/s")
+                    + "÷ roofline in pairs (median: 4 reads, then one pass) and the pairs' read GB/s; "
+                    + "÷ roofline with the sgemm ceiling paired too (a probe of every core between reads and pass) and that ceiling's GFLOP/s")
                 for i in m.incremental {
                     lines.append("           \(pad(i.new_tokens, 6)) \(pad(fmt(i.ms), 9)) \(pad(fmt(i.roofline_ms), 9))   \(pad(fmt(i.ratio_to_roofline), 6))"
-                        + "   \(pad(fmt(i.paired_ratio_to_roofline), 6)) \(pad(fmt(i.paired_read_gbps), 6))")
+                        + "   \(pad(fmt(i.paired_ratio_to_roofline), 6)) \(pad(fmt(i.paired_read_gbps), 6))"
+                        + "   \(pad(fmt(i.paired_ceilings_ratio_to_roofline), 6)) \(pad(fmt(i.paired_sgemm_gflops), 6))")
                     if let steps = i.breakdown {
                         lines.append("             ms per layer, each step timed alone: " + steps.map { "\($0.kernel) \(fmt($0.ms_per_layer))" }.joined(separator: " · "))
                         lines.append("             in layer order over all layers: " + steps.map { "\($0.kernel) \(fmt($0.ms_per_layer_in_sequence))" }.joined(separator: " · "))
@@ -272,7 +280,7 @@ struct KernelProbe {
         let probe = readProbe()
         let incrementalReports = measureIncremental(weights, model: model, cache: cache, newTokens: incremental,
                                                     cachedTokens: cachedTokens, readGBps: readGBps, sgemmPeak: sgemmPeak,
-                                                    probe: probe)
+                                                    probe: probe, computeProbe: ComputeProbe(c))
         // Decode after a short prompt, so weights (not the cache) dominate the traffic: tokens/s
         // over a run of `decodeTokens`, the best of `repeats` runs.
         let prompt = Array(0 ..< min(16, c.contextLength - decodeTokens - 1)).map { $0 % c.vocabSize }
@@ -311,36 +319,70 @@ struct KernelProbe {
 
     static func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
+    /// What every core can do at a moment, for pairing passes with the compute ceiling: the
+    /// gate|up product of a 512-token prefill (`model`'s widest, usually its fastest sgemm shape)
+    /// cut into one band per worker, each worker's band on one thread, all at once
+    /// (``Kernels/bandedSGEMMRates(_:transposed:into:workers:)``), the workers' rates summed: the
+    /// incremental passes' kernels balance their work between the threads, so a core in a slow
+    /// spell costs them what it costs this sum. About 15 ms on two cores of 140 GFLOP/s each.
+    struct ComputeProbe {
+        let a: Matrix, b: Matrix, c: Matrix
+
+        init(_ config: ModelConfig) {
+            a = .zeros(rows: min(512, config.contextLength), cols: config.dim)
+            b = .zeros(rows: 2 * config.hiddenDim, cols: config.dim)
+            c = .zeros(rows: a.rows, cols: b.rows)
+            LMRuntime.Kernels.fillUniform(a, seed: 4, scale: 1)
+            LMRuntime.Kernels.fillUniform(b, seed: 5, scale: 1)
+        }
+
+        /// The workers' summed GFLOP/s, measured now.
+        func gflops() -> Double { LMRuntime.Kernels.bandedSGEMMRates(a, transposed: b, into: c).reduce(0, +) / 1e9 }
+    }
+
     /// `T` new tokens on top of `cachedTokens` cached ones, for each `T`: the pass a cache hit's
     /// time to first token is made of, against its roofline.
     func measureIncremental(_ weights: ModelWeights, model: Transformer, cache: DenseKVCache, newTokens: [Int],
-                            cachedTokens: Int, readGBps: Double, sgemmPeak: Double, probe: Matrix) -> [ModelReport.Incremental] {
+                            cachedTokens: Int, readGBps: Double, sgemmPeak: Double, probe: Matrix,
+                            computeProbe: ComputeProbe) -> [ModelReport.Incremental] {
         let c = weights.config
         let counts = newTokens.filter { cachedTokens + $0 <= c.contextLength }
         guard !counts.isEmpty else { return [] }
         cache.truncate(to: 0)
         _ = try? model.forward((0 ..< cachedTokens).map { ($0 * 7919 + 11) % c.vocabSize }, cache: cache)
-        return counts.map { t in
+        var computeBest = (0 ..< 3).map { _ in computeProbe.gflops() }.max()!
+        let measured = counts.map { t in
             let tokens = (0 ..< t).map { ($0 * 104_729 + 3) % c.vocabSize }
             let best = (0 ..< max(repeats, 3)).map { _ in
                 cache.truncate(to: cachedTokens)
                 return seconds { _ = try? model.forward(tokens, cache: cache) }
             }.min()!
+            // As for decode: against the read ceiling measured just before, pair by pair (the
+            // run's best read, taken minutes earlier, moved these ratios by a fifth on a noisy
+            // host); and the compute probe between the reads and the pass.
+            let pairs = (0 ..< max(2 * repeats, 3)).map { _ in
+                let read = Double(Self.streamBytes) / readSeconds(probe) / 1e9, compute = computeProbe.gflops()
+                cache.truncate(to: cachedTokens)
+                let pass = seconds { _ = try? model.forward(tokens, cache: cache) }
+                return (read: read, compute: compute, pass: pass)
+            }
+            computeBest = max(computeBest, pairs.map(\.compute).max()!)
+            let steps = breakdown ? KernelBreakdown(repeats: repeats).measure(weights, tokens: t, cachedTokens: cachedTokens) : nil
+            return (t: t, best: best, pairs: pairs, steps: steps)
+        }
+        // The pairs' compute ceilings scale the run's sgemm ceiling by the probe against the best
+        // probe of the whole section, known only once every pair has run.
+        return measured.map { t, best, pairs, steps in
             let bytes = Double(c.decodeWeightBytes) + Double(2 * c.layerCount * c.kvDim * (cachedTokens + t) * 4)
             let flops = c.forwardFLOPs(cachedTokens: cachedTokens, newTokens: t)
             let roofline = max(bytes / (readGBps * 1e9), flops / (sgemmPeak * 1e9))
-            // As for decode: against the read ceiling measured just before, pair by pair (the
-            // run's best read, taken minutes earlier, moved these ratios by a fifth on a noisy host).
-            let pairs = (0 ..< max(2 * repeats, 3)).map { _ in
-                let read = Double(Self.streamBytes) / readSeconds(probe) / 1e9
-                cache.truncate(to: cachedTokens)
-                let pass = seconds { _ = try? model.forward(tokens, cache: cache) }
-                return (read: read, ratio: pass / max(bytes / (read * 1e9), flops / (sgemmPeak * 1e9)))
-            }
-            let steps = breakdown ? KernelBreakdown(repeats: repeats).measure(weights, tokens: t, cachedTokens: cachedTokens) : nil
+            let sgemm = pairs.map { sgemmPeak * $0.compute / computeBest }
+            let readOnly = pairs.map { $0.pass / max(bytes / ($0.read * 1e9), flops / (sgemmPeak * 1e9)) }
+            let both = zip(pairs, sgemm).map { pair, sgemm in pair.pass / max(bytes / (pair.read * 1e9), flops / (sgemm * 1e9)) }
             return .init(cached_tokens: cachedTokens, new_tokens: t, ms: best * 1000, bytes_streamed: bytes, gflop: flops / 1e9,
                          roofline_ms: roofline * 1000, ratio_to_roofline: best / roofline,
-                         paired_read_gbps: Self.median(pairs.map(\.read)), paired_ratio_to_roofline: Self.median(pairs.map(\.ratio)),
+                         paired_read_gbps: Self.median(pairs.map(\.read)), paired_ratio_to_roofline: Self.median(readOnly),
+                         paired_sgemm_gflops: Self.median(sgemm), paired_ceilings_ratio_to_roofline: Self.median(both),
                          breakdown: steps)
         }
     }

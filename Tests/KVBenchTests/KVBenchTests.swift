@@ -115,7 +115,8 @@ struct KVBenchTests {
         let incremental = try #require(models[0]["incremental"] as? [[String: Any]])
         #expect(incremental.map { $0["new_tokens"] as? Int } == [1, 4] && incremental.allSatisfy { $0["cached_tokens"] as? Int == 100 })
         for row in incremental {
-            for key in ["ms", "bytes_streamed", "gflop", "roofline_ms", "ratio_to_roofline", "paired_read_gbps", "paired_ratio_to_roofline"] {
+            for key in ["ms", "bytes_streamed", "gflop", "roofline_ms", "ratio_to_roofline", "paired_read_gbps", "paired_ratio_to_roofline",
+                        "paired_sgemm_gflops", "paired_ceilings_ratio_to_roofline"] {
                 #expect((row[key] as? Double ?? 0) > 0, "\(key)")
             }
             #expect((row["breakdown"] as? [[String: Any]])?.count == 9)
@@ -124,6 +125,8 @@ struct KVBenchTests {
             let read = json["read_gbps"] as? Double ?? 0, sgemm = models[0]["sgemm_gflops"] as? Double ?? 0
             let expected = 1000 * max(bytes / (read * 1e9), gflop / sgemm)
             #expect(abs((row["roofline_ms"] as? Double ?? 0) - expected) <= 1e-9 * expected, "roofline of \(row["new_tokens"] ?? "?") new tokens")
+            // The paired compute ceiling scales the run's by a probe against its best: never above it.
+            #expect((row["paired_sgemm_gflops"] as? Double ?? .infinity) <= sgemm * (1 + 1e-12))
         }
         for key in ["decode_tokens_per_second", "decode_weight_gbps", "decode_ratio_to_sgemv", "decode_read_gbps", "decode_ratio_to_read",
                     "decode_ratio_to_roofline", "sgemm_gflops"] {

@@ -39,4 +39,22 @@ struct BandwidthProbeTests {
             #expect(Kernels.streamingSum(m, workers: workers) == exact, "\(workers) workers")
         }
     }
+
+    /// The compute probe multiplies every band (its rates would claim work it skipped otherwise) and
+    /// reports one positive rate a worker.
+    @Test func bandedSGEMMRates_computesEveryBandOfTheProduct() {
+        let a = Matrix(rows: 9, cols: 20, values: (0 ..< 180).map { Float($0 % 7) - 3 })
+        let b = Matrix(rows: 13, cols: 20, values: (0 ..< 260).map { Float($0 % 5) - 2 })
+        for workers in 1 ... Kernels.workerCount {
+            let c = Matrix(rows: 9, cols: 13, values: Array(repeating: .nan, count: 117))
+            let rates = Kernels.bandedSGEMMRates(a, transposed: b, into: c, workers: workers)
+            #expect(rates.count == workers && rates.allSatisfy { $0 > 0 && $0.isFinite }, "\(workers) workers: \(rates)")
+            for i in 0 ..< 9 {
+                for j in 0 ..< 13 {   // small integers: exact in any order
+                    let dot = (0 ..< 20).reduce(Float(0)) { $0 + a[i, $1] * b[j, $1] }
+                    #expect(c[i, j] == dot, "\(workers) workers, row \(i), column \(j)")
+                }
+            }
+        }
+    }
 }

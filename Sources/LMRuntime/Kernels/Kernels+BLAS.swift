@@ -175,7 +175,7 @@ package enum Kernels {
                : kv_amd_zen_generation() == 4 ? 32 : 8, skinnyRowLimit + 1)
 
     /// OpenBLAS's `c = alpha * a · bᵀ + beta * c` (sgemv for one row).
-    private static func sgemm(_ a: Matrix, transposed b: Matrix, into c: Matrix, alpha: Float, beta: Float) {
+    static func sgemm(_ a: Matrix, transposed b: Matrix, into c: Matrix, alpha: Float, beta: Float) {
         if a.rows == 1 {
             cblas_sgemv(CblasRowMajor, CblasNoTrans, Int32(b.rows), Int32(b.cols), alpha,
                         b.base, Int32(b.rowStride), a.base, 1, beta, c.base, 1)

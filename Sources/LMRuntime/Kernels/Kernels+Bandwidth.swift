@@ -27,6 +27,28 @@ extension Kernels {
         }
     }
 
+    /// `c = a · bᵀ` with `b`'s rows cut into one band per worker, each worker running OpenBLAS's
+    /// sgemm on one thread over its band, all at once; returns each worker's FLOP/s. Their sum is
+    /// what the cores can do together at that moment for kernels that balance their work between
+    /// the threads (a band ends when its thread does): `kvbench kernels` pairs each incremental
+    /// pass with it, as it pairs decode with a read, so a slow spell of one core on a shared host
+    /// moves the ceiling with the pass.
+    package static func bandedSGEMMRates(_ a: Matrix, transposed b: Matrix, into c: Matrix,
+                                         workers: Int = workerCount) -> [Double] {
+        precondition(a.cols == b.cols && c.rows == a.rows && c.cols == b.rows, "banded sgemm shape mismatch")
+        let workers = max(1, min(workers, workerCount, b.rows))
+        let rates = Matrix.zeros(rows: 1, cols: workers), clock = ContinuousClock()
+        parallelWorkers(workers) { worker in
+            let band = b.rows * worker / workers ..< b.rows * (worker + 1) / workers
+            let elapsed = clock.measure {
+                sgemm(a, transposed: b.rows(band), into: c.columns(band), alpha: 1, beta: 0)
+            }
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+            rates.base[worker] = Float(2 * Double(a.rows * band.count * a.cols) / max(seconds, 1e-9))
+        }
+        return (0 ..< workers).map { Double(rates.base[$0]) }
+    }
+
     /// The sum of `body(worker)` over `workers` workers of the pool running at once.
     private static func sum(over workers: Int, _ body: (Int) -> Float) -> Float {
         let partials = Matrix.zeros(rows: 1, cols: workers)
