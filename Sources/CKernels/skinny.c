@@ -414,9 +414,27 @@ static const pair_dots512_fn pair_dots512_by_rows[2][KV_512_PAIR_ROWS - KV_512_P
 // weights, in alternating passes, and 1.09x for two rows on halfs (pair tiles on halfs: 0.77-1.03x,
 // so they keep the next pair); on groups of 768 columns fixed leads of 3-16 KB were 0.75-1.0x.
 static ptrdiff_t kv_lead_cap = 16384;
+// Whether more than KV_512_ROWS activation rows on float32 weights take tiles of two groups (of three
+// to six rows each) instead of tiles of one group (of up to twelve). Up to twelve rows one tile
+// sweeps every group and its activation rows stay in L1 from one group to the next; beyond, they
+// are read again from L2 for every group, and a tile of two groups reads them once for eight weight rows instead of four (and
+// does 24 FMAs for 10 loads where a one-group tile of twelve does 24 for 14). One Emerald Rapids
+// core on weights in L2 (Benchmarks/harness/skinny-tile.c, alternating): 768 columns 16 / 24 / 32 /
+// 64 rows at 132-137 / 142 / 142 / 142-145 GFLOP/s against 112-135 / 111-136 / 92-136 / 136-143,
+// 2,816 columns 120-123 / 138-140 / 142-144 / 153-155 against 84-114 / 89-132 / 89-136 / 122-139; at
+// 8 and 12 rows the one-group tile leads (136-142 and 141-148 against 114-115 and 132). Passes of 24
+// / 32 / 64 new tokens on base, four alternating rounds: 1.14-1.68 / 1.09-1.60 / 0.95-1.47 of their
+// roofline (both ceilings paired) against 1.66-1.87 / 1.47-1.64 / 1.34-1.49, better in three rounds
+// of four. Float32 only: a pair tile on halfs converts four weight vectors for 24 FMAs, on the
+// ports the FMAs need, where a one-group tile of twelve converts two, and f16 passes of 16-64 new
+// tokens were slower with it in every round. By default on Emerald Rapids; elsewhere not measured
+// (KVSESSION_PAIR_TILES=1 or 0 chooses).
+static int kv_pair_tiles = 0;
 __attribute__((constructor)) static void read_lead_cap_env(void) {
     const char *v = getenv("KVSESSION_LEAD_CAP");
     if (v) kv_lead_cap = atoi(v);
+    const char *p = getenv("KVSESSION_PAIR_TILES");
+    kv_pair_tiles = p ? strcmp(p, "0") != 0 : kv_intel_emerald_rapids();
 }
 
 // Packed weights (`outputs` rows of k, groups of four; float32 or `halfs`) times `rows` activation
@@ -435,25 +453,35 @@ KV_512_INLINE void packed512(const int halfs, const float *x, ptrdiff_t ldx, ptr
     ptrdiff_t n = 0;
     // Three to six rows: one tile of all of them, two groups at a time. (Two rows measured no faster
     // as pairs; on a Zen 5, f16 passes of 4 and 6 new tokens went from 1.37 / 1.11 to 1.27 / 1.00
-    // of their roofline, f32 ones no change.)
-    if (pairs)
+    // of their roofline, f32 ones no change.) With kv_pair_tiles, more than KV_512_ROWS rows too, in
+    // balanced tiles of three to six, each prefetching its share of the next pair.
+    const int pairsBeyond = !halfs && __atomic_load_n(&kv_pair_tiles, __ATOMIC_RELAXED) && rows > KV_512_ROWS;
+    const ptrdiff_t pairTiles = pairs ? 1 : pairsBeyond ? (rows + KV_512_PAIR_ROWS - 1) / KV_512_PAIR_ROWS : 0;
+    if (pairTiles)
         for (; n + 2 * KV_PACK_GROUP <= outputs; n += 2 * KV_PACK_GROUP) {
             const char *pair = (const char *)w + n * k * size;
             ptrdiff_t following = (outputs - n) / KV_PACK_GROUP - 2;   // whole groups after the pair
             following = following > 2 ? 2 : following;
             const char *next = following ? pair + 2 * groupBytes : after;
             ptrdiff_t nextBytes = following ? following * groupBytes : after ? afterBytes : 0, jump = 0;
-            if (capped && following == 2)   // each group's stream `lead` ahead of its loads (the second's
-                next = pair + lead, nextBytes = groupBytes, jump = groupBytes;   // end runs into the next pair)
-            float dots[2 * KV_PACK_GROUP][KV_512_PAIR_COLUMNS];
-            pair_dots512_by_rows[halfs][rows - KV_512_PAIR_FROM](x, ldx, pair, k, dots, next, next ? nextBytes / 64 : 0, jump);
-            for (int j = 0; j < 2 * KV_PACK_GROUP; j++)
-                for (ptrdiff_t u = 0; u < rows; u++) {
-                    float *out = y + u * ldy + n + j, dot = dots[j][u];
-                    dot = halfs ? tail_f16_packed(x + u * ldx, (const uint16_t *)w, n + j, k, k, dot)
-                                : tail_f32_packed(x + u * ldx, (const float *)w, n + j, k, k, dot);
-                    *out = finish(dot, alpha, beta, out);
-                }
+            if (capped && pairTiles == 1 && following == 2)   // each group's stream `lead` ahead of its loads
+                next = pair + lead, nextBytes = groupBytes, jump = groupBytes;   // (the second's end runs into the next pair)
+            ptrdiff_t share = (nextBytes / 64 + pairTiles - 1) / pairTiles;
+            for (ptrdiff_t tile = 0, t = 0; tile < pairTiles; tile++) {
+                ptrdiff_t r = rows / pairTiles + (tile < rows % pairTiles);
+                const float *xt = x + t * ldx;
+                float dots[2 * KV_PACK_GROUP][KV_512_PAIR_COLUMNS];
+                pair_dots512_by_rows[halfs][r - KV_512_PAIR_FROM](xt, ldx, pair, k, dots, next ? next + 64 * tile * share : NULL,
+                                                                  next ? share : 0, jump);
+                for (int j = 0; j < 2 * KV_PACK_GROUP; j++)
+                    for (ptrdiff_t u = 0; u < r; u++) {
+                        float *out = y + (t + u) * ldy + n + j, dot = dots[j][u];
+                        dot = halfs ? tail_f16_packed(xt + u * ldx, (const uint16_t *)w, n + j, k, k, dot)
+                                    : tail_f32_packed(xt + u * ldx, (const float *)w, n + j, k, k, dot);
+                        *out = finish(dot, alpha, beta, out);
+                    }
+                t += r;
+            }
         }
     for (; n + KV_PACK_GROUP <= outputs; n += KV_PACK_GROUP) {
         const char *group = (const char *)w + n * k * size;
@@ -606,7 +634,10 @@ static const int has_f16c = 0;
 static int split_tile = 0;
 static int use_avx512 = 0, decode_one_stream = 0;
 static const int has_avx512 = 0;
+static int kv_pair_tiles = 0;
 #endif
+
+int kv_set_skinny_pair_tiles(int on) { return __atomic_exchange_n(&kv_pair_tiles, on != 0, __ATOMIC_RELAXED); }
 
 int kv_set_skinny_avx512(int on) { return __atomic_exchange_n(&use_avx512, has_avx512 && on != 0, __ATOMIC_RELAXED); }
 

@@ -47,10 +47,16 @@ struct SkinnyAVX512Tests {
     }
 
     /// Float32 and half packed kernels, and the chunked half entry point, give the same bits with the
-    /// tiles on and off, for alpha/beta with and without accumulation.
-    @Test func packedKernels_giveTheSameBitsWithAVX512OnOrOff() {
+    /// tiles on and off, for alpha/beta with and without accumulation; with more than twelve rows on
+    /// float32, in tiles of one group and of two (`kv_set_skinny_pair_tiles`: 13, 14, 16, 20, 31 and
+    /// 64 rows then make tiles of four to six over pairs, with a lone last group, a partial one, or
+    /// neither, and 20 rows of 1,100 columns over groups beyond the lead cap).
+    @Test(arguments: [false, true])
+    func packedKernels_giveTheSameBitsWithAVX512OnOrOff(pairTiles: Bool) {
+        let previous = kv_set_skinny_pair_tiles(pairTiles ? 1 : 0)
+        defer { kv_set_skinny_pair_tiles(previous) }
         var mismatches: [String] = []
-        for (rows, outputs, k) in Self.shapes {
+        for (rows, outputs, k) in Self.shapes + [(20, 20, 1100), (14, 9, 40), (31, 16, 24)] {
             let x = CKernelsTests.values(rows * k, seed: UInt64(rows * 7 + k), scale: 3)
             let w = CKernelsTests.values(outputs * k, seed: UInt64(outputs + 5 * k), scale: 2)
             let whole = outputs / kv_pack_group() * kv_pack_group()
@@ -156,6 +162,12 @@ struct SkinnyAVX512Tests {
     }
 
     /// The switch reports the previous choice, the getters follow it, and turning it back restores it.
+    @Test func setSkinnyPairTiles_returnsThePreviousChoice() {
+        let original = kv_set_skinny_pair_tiles(1)
+        #expect(kv_set_skinny_pair_tiles(0) == 1)
+        #expect(kv_set_skinny_pair_tiles(original) == 0)
+    }
+
     @Test func setSkinnyAVX512_returnsThePreviousChoice() {
         let original = kv_set_skinny_avx512(1)
         #expect(kv_uses_skinny_avx512() == 1 && Kernels.skinnyKernels == "avx512")

@@ -91,6 +91,11 @@ void kv_skinny_gemm_f16_packed_finite_then(const float *x, ptrdiff_t ldx, ptrdif
 /// where the CPU has them; KVSESSION_AVX512=0 or 1 overrides it. Each element gets the AVX2 body's
 /// arithmetic either way, so results are the same bits.
 int kv_set_skinny_avx512(int on);
+/// With the AVX-512 bodies on, makes tiles of more than twelve activation rows on packed float32
+/// weights take two groups of weight rows at a time, in tiles of three to six rows (1), or one group, in
+/// tiles of up to twelve (0); returns the previous choice. Default: 1 on Intel's Emerald Rapids
+/// (measured there), else 0; KVSESSION_PAIR_TILES=0 or 1 overrides it. The same bits either way.
+int kv_set_skinny_pair_tiles(int on);
 /// With the AVX-512 bodies on, makes a decode step (one activation row, packed float32 or half
 /// weights) read one group of rows at a time front to back, one stream a thread (1), or, on float32,
 /// two groups side by side (0; halfs then take the AVX2 eight-row tile); returns the previous choice.
