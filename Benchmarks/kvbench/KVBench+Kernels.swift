@@ -93,7 +93,8 @@ extension KVBench {
             let report = KernelReport(blas_core_type: LMRuntime.Kernels.blasCoreType,
                                       blas_core_type_replaced: LMRuntime.Kernels.blasCoreTypeReplaced, skinny_kernels: LMRuntime.Kernels.skinnyKernels,
                                       prefetch_level: LMRuntime.Kernels.prefetchLevel,
-                                      decode_streams: LMRuntime.Kernels.decodeStreams, threads: LMRuntime.Kernels.threadCount,
+                                      decode_streams: LMRuntime.Kernels.decodeStreams,
+                                      pair_tiles: LMRuntime.Kernels.pairTilesBeyondTwelveRows, threads: LMRuntime.Kernels.threadCount,
                                       read_gbps: read, sgemv_gbps: sgemv, conversion_ghalfs: conversion, models: reports, precision_comparisons: comparisons)
             print(format == .json ? try jsonText(report) : report.table)
         }

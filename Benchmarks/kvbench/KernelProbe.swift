@@ -72,6 +72,9 @@ struct KernelReport: Encodable {
     /// Streams of weights a thread's share of a decode step reads at once: 1 (the Zen 4 family's
     /// default with AVX-512) or 2.
     let decode_streams: Int
+    /// Whether tiles of more than twelve float32 activation rows take two groups of weight rows
+    /// at a time (the Emerald Rapids default with AVX-512).
+    let pair_tiles: Bool
     let threads: Int
     let read_gbps: Double
     let sgemv_gbps: Double
@@ -83,7 +86,8 @@ struct KernelReport: Encodable {
     var table: String {
         var lines = ["DRAM read ceiling (streaming read, all threads): \(fmt(read_gbps)) GB/s; sgemv (weights streamed from DRAM): \(fmt(sgemv_gbps)) GB/s",
                      "half conversion ceiling (halfs in cache converted and added, all threads): \(fmt(conversion_ghalfs)) G halfs/s",
-                     "runtime threads: \(threads), OpenBLAS core type: \(blas_core_type)\(blas_core_type_replaced.map { " (replacing \($0))" } ?? ""), skinny kernels: \(skinny_kernels), prefetches into \(prefetch_level), decode streams a thread: \(decode_streams)", ""]
+                     "runtime threads: \(threads), OpenBLAS core type: \(blas_core_type)\(blas_core_type_replaced.map { " (replacing \($0))" } ?? ""), skinny kernels: \(skinny_kernels), prefetches into \(prefetch_level), decode streams a thread: \(decode_streams), "
+                        + "tiles of two groups beyond 12 float32 rows: \(pair_tiles ? "yes" : "no")", ""]
         for m in models {
             lines.append("\(m.model), \(m.precision) weights (\(m.parameters / 1000)K parameters), fastest sgemm at its shapes: \(fmt(m.sgemm_gflops)) GFLOP/s")
             lines.append("  prefill  tokens   tokens/s   GFLOP/s   sgemm GFLOP/s (its GEMMs, fastest)   ÷ its GEMMs   ÷ fastest")

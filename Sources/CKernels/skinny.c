@@ -639,6 +639,10 @@ static int kv_pair_tiles = 0;
 
 int kv_set_skinny_pair_tiles(int on) { return __atomic_exchange_n(&kv_pair_tiles, on != 0, __ATOMIC_RELAXED); }
 
+int kv_uses_skinny_pair_tiles(void) {
+    return __atomic_load_n(&use_avx512, __ATOMIC_RELAXED) && __atomic_load_n(&kv_pair_tiles, __ATOMIC_RELAXED);
+}
+
 int kv_set_skinny_avx512(int on) { return __atomic_exchange_n(&use_avx512, has_avx512 && on != 0, __ATOMIC_RELAXED); }
 
 int kv_has_avx512(void) { return has_avx512; }

@@ -87,6 +87,8 @@ struct KVBenchTests {
         let json = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         #expect((json["sgemv_gbps"] as? Double ?? 0) > 0 && (json["read_gbps"] as? Double ?? 0) > 0)
         #expect((json["conversion_ghalfs"] as? Double ?? 0) > 0)
+        // The kernel choices that shape the figures are reported as the runtime made them.
+        #expect(json["pair_tiles"] as? Bool == Kernels.pairTilesBeyondTwelveRows)
         let models = try #require(json["models"] as? [[String: Any]])
         // Without --precision: the model in f32, then in f16, then the two compared.
         #expect(models.map { $0["model"] as? String } == ["tiny", "tiny"])

@@ -153,6 +153,11 @@ extension Kernels {
     /// AVX-512 bodies reading one group of rows at a time; by default on the AMD Zen 4 family,
     /// unless `KVSESSION_DECODE_ONE_STREAM=0`) or 2 (two groups side by side).
     package static var decodeStreams: Int { kv_uses_skinny_avx512() != 0 && kv_decodes_one_stream() != 0 ? 1 : 2 }
+
+    /// Whether tiles of more than twelve float32 activation rows take two groups of weight rows at a
+    /// time (the AVX-512 bodies; by default on Intel's Emerald Rapids, `KVSESSION_PAIR_TILES=0` or
+    /// `1` chooses) rather than one.
+    package static var pairTilesBeyondTwelveRows: Bool { kv_uses_skinny_pair_tiles() != 0 }
 }
 
 /// The SIMD width of the Swift-side vector loops.
