@@ -98,11 +98,16 @@ extension Kernels {
     /// Rows of half (or packed) weights a long pass converts to plain float32 at a time before
     /// handing them to sgemm, for the model's widest matrix: a block of `[halfBlockRows, cols]`
     /// floats stays in L2 while sgemm packs it (narrower matrices take as many floats in more rows).
-    /// 128; 256 on Intel's Emerald Rapids (2 MiB of L2), where each sgemm call also packs
+    /// 128; 384 on Intel's Emerald Rapids (2 MiB of L2), where each sgemm call also packs
     /// all the activations again, so wider blocks pay that less often: a prefill of 512 / 2,048
     /// tokens on `base` went from 1,053–1,132 / 969–1,014 to 1,157–1,181 / 1,039–1,056 tokens/s
-    /// (f32, alternating binaries; with plain rows, nothing to unpack, 1,232–1,299 at 512).
-    package static let halfBlockRows = kv_intel_emerald_rapids() != 0 ? 256 : 128
+    /// with 256 rows (f32, alternating binaries; with plain rows, nothing to unpack, 1,232–1,299 at
+    /// 512); 384 rows, a whole band of `base`'s down projection on two threads (one call, one
+    /// packing of its 2,816-column activations, instead of two), took f16 prefill of 512 tokens
+    /// from 0.66–0.85 to 0.73–0.89 of its GEMMs' sgemm, median 0.77 to 0.83, better in 7 of 9
+    /// alternating rounds (1,024 rows was worse). `KVSESSION_HALF_BLOCK_ROWS` overrides it.
+    package static let halfBlockRows = ProcessInfo.processInfo.environment["KVSESSION_HALF_BLOCK_ROWS"].flatMap { Int($0) }
+        .map { max(8, $0 / 8 * 8) } ?? (kv_intel_emerald_rapids() != 0 ? 384 : 128)
 
     /// Copies `source` into `destination` (same shape), converting between precisions: float32 to
     /// half rounds to nearest (ties to even), half to float32 is exact.
