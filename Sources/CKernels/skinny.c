@@ -417,8 +417,8 @@ static ptrdiff_t kv_lead_cap = 16384;
 // Whether more than KV_512_ROWS activation rows on float32 weights take tiles of two groups (of three
 // to six rows each) instead of tiles of one group (of up to twelve). Up to twelve rows one tile
 // sweeps every group and its activation rows stay in L1 from one group to the next; beyond, they
-// are read again from L2 for every group, and a tile of two groups reads them once for eight weight rows instead of four (and
-// does 24 FMAs for 10 loads where a one-group tile of twelve does 24 for 14). One Emerald Rapids
+// are read again from L2 for every group, and a tile of two groups reads them once for eight weight
+// rows instead of four (and does 24 FMAs for 10 loads where a one-group tile of twelve does 24 for 14). One Emerald Rapids
 // core on weights in L2 (Benchmarks/harness/skinny-tile.c, alternating): 768 columns 16 / 24 / 32 /
 // 64 rows at 132-137 / 142 / 142 / 142-145 GFLOP/s against 112-135 / 111-136 / 92-136 / 136-143,
 // 2,816 columns 120-123 / 138-140 / 142-144 / 153-155 against 84-114 / 89-132 / 89-136 / 122-139; at
