@@ -418,6 +418,8 @@ void kv_attention_scores(const float *q, ptrdiff_t ldq, ptrdiff_t rows, const fl
 // than dot products: transposing costs a few shuffles per key, a dot product's horizontal sum
 // a few per query and key.
 enum { TRANSPOSED_FROM_ROWS = 12 };
+// Keys per chunk of the AVX-512 weighted-values product over a tile (attend_tile).
+enum { VALUE_CHUNK = 32 };
 
 ptrdiff_t kv_attend_work_floats(ptrdiff_t kvHeads, ptrdiff_t rows, ptrdiff_t headDim, ptrdiff_t tile) {
     return kvHeads * rows * headDim + rows * tile + headDim * tile;
@@ -450,34 +452,63 @@ static void attend_tile(const float *stacked, ptrdiff_t rows, ptrdiff_t position
     } else
 #endif
         kv_attention_scores_portable(stacked, headDim, rows, k, ldkv, n, headDim, scores, tile, 1);
-    for (ptrdiff_t r = 0; r < rows; r++) {
-        float *row = scores + r * tile, *stat = stats + 2 * r;
-        ptrdiff_t live = firstPosition + r % positions + 1 - start;   // causal: keys up to the query's own
-        live = live < 0 ? 0 : live > n ? n : live;
-        if (live > 0) {
-            float tileMax = kv_max(row, live), old = stat[0], top = old > tileMax ? old : tileMax;
-            float sum = kv_exp_sub_sum(row, live, top);
-            if (top > old && stat[1] > 0) {   // earlier keys were weighed against a smaller maximum
-                float factor = expf(old - top), *out = o + r * ldo;
-                stat[1] *= factor;
-                for (ptrdiff_t c = 0; c < headDim; c++) out[c] *= factor;
+    // The softmax step two rows at a time (kv_exp_sub_sum_pair: their exponentials overlap).
+    for (ptrdiff_t r = 0; r < rows; r += 2) {
+        const ptrdiff_t count = rows - r < 2 ? rows - r : 2;
+        ptrdiff_t live[2] = {0, 0};
+        float top[2] = {0, 0}, sum[2] = {0, 0};
+        for (ptrdiff_t u = 0; u < count; u++) {
+            live[u] = firstPosition + (r + u) % positions + 1 - start;   // causal: keys up to the query's own
+            live[u] = live[u] < 0 ? 0 : live[u] > n ? n : live[u];
+            if (live[u] > 0) {
+                float tileMax = kv_max(scores + (r + u) * tile, live[u]), old = stats[2 * (r + u)];
+                top[u] = old > tileMax ? old : tileMax;
             }
-            stat[0] = top;
-            stat[1] += sum;
         }
-        if (live < n) memset(row + live, 0, (size_t)(n - live) * sizeof(float));
+        if (count == 2 && live[0] > 0 && live[1] > 0)
+            kv_exp_sub_sum_pair(scores + r * tile, live[0], top[0], scores + (r + 1) * tile, live[1], top[1], sum);
+        else
+            for (ptrdiff_t u = 0; u < count; u++)
+                if (live[u] > 0) sum[u] = kv_exp_sub_sum(scores + (r + u) * tile, live[u], top[u]);
+        for (ptrdiff_t u = 0; u < count; u++) {
+            float *stat = stats + 2 * (r + u), old = stat[0];
+            if (live[u] > 0) {
+                if (top[u] > old && stat[1] > 0) {   // earlier keys were weighed against a smaller maximum
+                    float factor = expf(old - top[u]), *out = o + (r + u) * ldo;
+                    stat[1] *= factor;
+                    for (ptrdiff_t c = 0; c < headDim; c++) out[c] *= factor;
+                }
+                stat[0] = top[u];
+                stat[1] += sum[u];
+            }
+            if (live[u] < n) memset(scores + (r + u) * tile + live[u], 0, (size_t)(n - live[u]) * sizeof(float));
+        }
     }
 #if KV_X86
+    if (avx2 && wide && rows >= TRANSPOSED_FROM_ROWS) {
+        // Every block of output rows reads the head's value rows again, and in the cache they lie a
+        // whole K/V row apart (1 KB on base): 128 of them fall into a sixteenth of L1's sets and do
+        // not stay there; VALUE_CHUNK of them do. So the AVX-512 body takes the tile's keys a chunk
+        // at a time, every block of rows over each (its outputs stored and loaded again between
+        // chunks, the same bits). On an Emerald Rapids (Benchmarks/harness/attend-keys.c, one core,
+        // alternating) 11 / 16 / 30 new tokens over 1,536 keys took 0.95 / 0.96 / 0.98x the time of
+        // copying the rows dense first, as the AVX2 body does; chunks of 16, 48 or 64 keys less.
+        const ptrdiff_t chunks = (n + VALUE_CHUNK - 1) / VALUE_CHUNK;
+        ahead_t values = ahead_over(valuesNext, ahead, weighted_steps_x86(rows, headDim, wide) * chunks);
+        for (ptrdiff_t j = 0; j < n; j += VALUE_CHUNK)
+            weighted_rows_x86(o, ldo, rows, scores + j, tile, v + j * ldkv, ldkv, n - j < VALUE_CHUNK ? n - j : VALUE_CHUNK,
+                              headDim, 1, &values, wide);
+        return;
+    }
     if (avx2) {
         ahead_t values = ahead_over(valuesNext, ahead, weighted_steps_x86(rows, headDim, wide));
         const float *valueRows = v;
         ptrdiff_t ldv = ldkv;
         if (rows >= TRANSPOSED_FROM_ROWS) {
-            // Every block of output rows reads the head's value rows again, and in the cache they
-            // lie a whole K/V row apart (1 KB on base): 128 of them fall into a sixteenth of L1's
-            // sets and do not stay there. Copied dense once (into the transposed keys' room, free
-            // by now) they do: on an Emerald Rapids, 11 new tokens' attention over 1,536 keys on
-            // one core took 0.89x the time (Benchmarks/harness/attend-keys.c).
+            // The value rows' L1 conflicts (above), here avoided by copying them dense once (into
+            // the transposed keys' room, free by now): on an Emerald Rapids, 11 new tokens'
+            // attention over 1,536 keys on one core took 0.89x the time. (Chunks measured no
+            // better on this body.)
             copy_rows(transposed, headDim, v, ldkv, n, headDim);
             valueRows = transposed, ldv = headDim;
         }

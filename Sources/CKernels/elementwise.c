@@ -183,21 +183,47 @@ KV_AVX2 static float exp_sub_sum_avx2(float *x, ptrdiff_t n, float max) {
 #define KV_SCALE16(y, n) _mm512_scalef_ps(y, n)
 KV_EXP_VECTOR(KV_AVX512_INLINE, exp16, 512, KV_ROUND16, KV_SCALE16)
 
-// exp_sub_sum_avx2 with half as many exponentials: each 512-bit result's halves are two of its
-// eight-lane vectors, and each 512-bit accumulator's halves two of its accumulators (a0 | a1 and
-// a2 | a3), added and combined in the same order, so the exponentials and the sum keep their bits.
-KV_AVX512 static float exp_sub_sum_avx512(float *x, ptrdiff_t n, float max) {
-    ptrdiff_t end = n - n % 8, i;
-    __m512 m = _mm512_set1_ps(max), a01 = _mm512_setzero_ps(), a23 = a01;
-    for (i = 0; i + 32 <= end; i += 32) {
-        __m512 e01 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), m)), e23 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), m));
-        _mm512_storeu_ps(x + i, e01);
-        _mm512_storeu_ps(x + i + 16, e23);
-        a01 = _mm512_add_ps(a01, e01), a23 = _mm512_add_ps(a23, e23);
-    }
+// One 32-float step of exp_sub_sum_avx2 in two 512-bit halves: each result's halves are two of its
+// eight-lane vectors, and each accumulator's halves two of its accumulators (a0 | a1 and a2 | a3).
+KV_AVX512_INLINE void exp_step512(float *x, __m512 max, __m512 *a01, __m512 *a23) {
+    __m512 e01 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x), max)), e23 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + 16), max));
+    _mm512_storeu_ps(x, e01);
+    _mm512_storeu_ps(x + 16, e23);
+    *a01 = _mm512_add_ps(*a01, e01), *a23 = _mm512_add_ps(*a23, e23);
+}
+
+// The accumulators of exp_step512 combined as exp_sub_sum_avx2 combines its four, then the rest of x from i.
+KV_AVX512_INLINE float exp_end512(float *x, ptrdiff_t i, ptrdiff_t n, float max, __m512 a01, __m512 a23) {
     __m256 low = _mm256_add_ps(_mm512_castps512_ps256(a01), _mm512_extractf32x8_ps(a01, 1));
     __m256 high = _mm256_add_ps(_mm512_castps512_ps256(a23), _mm512_extractf32x8_ps(a23, 1));
     return exp_sub_sum_rest(x, i, n, max, _mm256_add_ps(low, high));
+}
+
+// exp_sub_sum_avx2 with half as many exponentials, the same bits.
+KV_AVX512 static float exp_sub_sum_avx512(float *x, ptrdiff_t n, float max) {
+    const ptrdiff_t steps = (n - n % 8) / 32;
+    __m512 m = _mm512_set1_ps(max), a01 = _mm512_setzero_ps(), a23 = a01;
+    for (ptrdiff_t s = 0; s < steps; s++) exp_step512(x + 32 * s, m, &a01, &a23);
+    return exp_end512(x, 32 * steps, n, max, a01, a23);
+}
+
+// exp_sub_sum_avx512 of two rows, their steps interleaved while both have them: four exponentials'
+// chains in flight where one row alone has two, and neither row's maximum, exponentials and sum
+// wait on the other's. Each row's accumulators take its own steps in its own order: its bits are
+// exp_sub_sum_avx512's. Why: one row of a 128-key tile is eight vectors, and alone its maximum, then
+// its exponentials, then its sum wait on each other's latency; on an Emerald Rapids the softmax step
+// took 15.7% of 30 new tokens' attention over 1,536 keys one row at a time and 13.3% two at a time
+// (CPU-clock profile of Benchmarks/harness/attend-keys.c), and 4 new tokens' attention 0.87x the time.
+KV_AVX512 static void exp_sub_sum_pair_avx512(float *x0, ptrdiff_t n0, float max0, float *x1, ptrdiff_t n1, float max1,
+                                              float sums[2]) {
+    const ptrdiff_t steps0 = (n0 - n0 % 8) / 32, steps1 = (n1 - n1 % 8) / 32, both = steps0 < steps1 ? steps0 : steps1;
+    __m512 m0 = _mm512_set1_ps(max0), m1 = _mm512_set1_ps(max1), a01 = _mm512_setzero_ps(), a23 = a01, b01 = a01, b23 = a01;
+    ptrdiff_t s = 0;
+    for (; s < both; s++) exp_step512(x0 + 32 * s, m0, &a01, &a23), exp_step512(x1 + 32 * s, m1, &b01, &b23);
+    for (ptrdiff_t t = s; t < steps0; t++) exp_step512(x0 + 32 * t, m0, &a01, &a23);
+    for (ptrdiff_t t = s; t < steps1; t++) exp_step512(x1 + 32 * t, m1, &b01, &b23);
+    sums[0] = exp_end512(x0, 32 * steps0, n0, max0, a01, a23);
+    sums[1] = exp_end512(x1, 32 * steps1, n1, max1, b01, b23);
 }
 
 KV_AVX2 static float exp_shifted_sum_avx2(float *x, ptrdiff_t n) { return exp_sub_sum_avx2(x, n, max_avx2(x, n)); }
@@ -262,6 +288,9 @@ static float max_avx2(const float *x, ptrdiff_t n) { return kv_max_portable(x, n
 static float sum_avx2(const float *x, ptrdiff_t n) { return kv_sum_portable(x, n); }
 static float exp_sub_sum_avx2(float *x, ptrdiff_t n, float s) { return kv_exp_sub_sum_portable(x, n, s); }
 static float exp_sub_sum_avx512(float *x, ptrdiff_t n, float s) { return kv_exp_sub_sum_portable(x, n, s); }
+static void exp_sub_sum_pair_avx512(float *x0, ptrdiff_t n0, float s0, float *x1, ptrdiff_t n1, float s1, float sums[2]) {
+    sums[0] = kv_exp_sub_sum_portable(x0, n0, s0), sums[1] = kv_exp_sub_sum_portable(x1, n1, s1);
+}
 static void swiglu_avx2(float *g, const float *u, ptrdiff_t n) { kv_swiglu_portable(g, u, n); }
 static void rmsnorm_avx2(float *d, const float *x, const float *w, ptrdiff_t n, float e) { kv_rmsnorm_portable(d, x, w, n, e); }
 #endif
@@ -283,6 +312,11 @@ float kv_max(const float *x, ptrdiff_t n) {
 float kv_exp_sub_sum(float *x, ptrdiff_t n, float shift) {
     if (!has_avx2) return kv_exp_sub_sum_portable(x, n, shift);
     return kv_uses_skinny_avx512() ? exp_sub_sum_avx512(x, n, shift) : exp_sub_sum_avx2(x, n, shift);
+}
+
+void kv_exp_sub_sum_pair(float *x0, ptrdiff_t n0, float shift0, float *x1, ptrdiff_t n1, float shift1, float sums[2]) {
+    if (has_avx2 && kv_uses_skinny_avx512()) { exp_sub_sum_pair_avx512(x0, n0, shift0, x1, n1, shift1, sums); return; }
+    sums[0] = kv_exp_sub_sum(x0, n0, shift0), sums[1] = kv_exp_sub_sum(x1, n1, shift1);
 }
 
 void kv_swiglu(float *gate, const float *up, ptrdiff_t n) {

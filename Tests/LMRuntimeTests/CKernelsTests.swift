@@ -65,6 +65,28 @@ struct CKernelsTests {
         }
     }
 
+    /// Two rows' softmax step at once: each row's exponentials and sum are its own kv_exp_sub_sum
+    /// call's bits, for lengths equal and unequal around the steps of 32 and the eight-wide and
+    /// scalar tails (one row running on alone), and with inputs past the clamps.
+    @Test func expSubSumPair_givesEachRowTheBitsOfItsOwnCall() {
+        for (n0, n1) in [(128, 128), (1, 1), (7, 40), (40, 7), (33, 100), (128, 60), (300, 31), (64, 64), (9, 8)] {
+            var a = Self.values(n0, seed: UInt64(n0) + 700, scale: 30), b = Self.values(n1, seed: UInt64(n1) + 800, scale: 30)
+            if n0 > 3 { a[1] = 500; a[2] = -500 }
+            let shift0 = a.max()! - 1, shift1 = b.max()! + 3
+            var expectedA = a, expectedB = b
+            let sum0 = kv_exp_sub_sum(&expectedA, n0, shift0), sum1 = kv_exp_sub_sum(&expectedB, n1, shift1)
+            var sums: [Float] = [0, 0]
+            a.withUnsafeMutableBufferPointer { x0 in
+                b.withUnsafeMutableBufferPointer { x1 in
+                    kv_exp_sub_sum_pair(x0.baseAddress!, n0, shift0, x1.baseAddress!, n1, shift1, &sums)
+                }
+            }
+            #expect(a.map(\.bitPattern) == expectedA.map(\.bitPattern) && b.map(\.bitPattern) == expectedB.map(\.bitPattern),
+                    "n \(n0), \(n1)")
+            #expect(sums[0].bitPattern == sum0.bitPattern && sums[1].bitPattern == sum1.bitPattern, "n \(n0), \(n1)")
+        }
+    }
+
     typealias Skinny = @Sendable (UnsafePointer<Float>, Int, Int, UnsafePointer<Float>, Int, Int, Int,
                                   UnsafeMutablePointer<Float>, Int, Float, Float) -> Void
 

@@ -20,6 +20,9 @@ float kv_max(const float *x, ptrdiff_t n);
 /// Replaces x[i] by exp(x[i] - shift) for i < n and returns the sum of the results
 /// (a softmax over several tiles of scores shares one shift).
 float kv_exp_sub_sum(float *x, ptrdiff_t n, float shift);
+/// kv_exp_sub_sum on two rows at once (x0 and x1 must not overlap): sums[0] and sums[1] are the two
+/// calls' returns and every element the same bits; the two rows' exponentials overlap in the pipeline.
+void kv_exp_sub_sum_pair(float *x0, ptrdiff_t n0, float shift0, float *x1, ptrdiff_t n1, float shift1, float sums[2]);
 /// gate[i] = silu(gate[i]) * up[i] = gate[i] / (1 + exp(-gate[i])) * up[i], for i < n.
 void kv_swiglu(float *gate, const float *up, ptrdiff_t n);
 /// dst[i] = weight[i] * x[i] / sqrt(mean(x²) + epsilon), for i < n (n >= 1); dst may be x.
