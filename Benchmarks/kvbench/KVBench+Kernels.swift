@@ -65,7 +65,7 @@ extension KVBench {
                     models.append(try catalog.weights(for: catalog.config(named: name)))
                 }
             }
-            let probe = KernelProbe(breakdown: breakdown, repeats: repeats)
+            var probe = KernelProbe(breakdown: breakdown, repeats: repeats)
             progress("measuring sgemv on \(KernelProbe.streamBytes >> 20) MiB of weights…")
             let sgemv = probe.sgemvGBps()
             progress("measuring the DRAM read ceiling…")
@@ -95,7 +95,7 @@ extension KVBench {
                                       prefetch_level: LMRuntime.Kernels.prefetchLevel,
                                       decode_streams: LMRuntime.Kernels.decodeStreams,
                                       pair_tiles: LMRuntime.Kernels.pairTilesBeyondTwelveRows, threads: LMRuntime.Kernels.threadCount,
-                                      read_gbps: read, sgemv_gbps: sgemv, conversion_ghalfs: conversion, models: reports, precision_comparisons: comparisons)
+                                      read_gbps: read, read_streams_per_thread: probe.readStreams, sgemv_gbps: sgemv, conversion_ghalfs: conversion, models: reports, precision_comparisons: comparisons)
             print(format == .json ? try jsonText(report) : report.table)
         }
     }

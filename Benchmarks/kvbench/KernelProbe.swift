@@ -77,6 +77,9 @@ struct KernelReport: Encodable {
     let pair_tiles: Bool
     let threads: Int
     let read_gbps: Double
+    /// Streams a thread read the read ceiling as (1, 2, 4 or 8: the count that read fastest);
+    /// every paired read uses it too.
+    let read_streams_per_thread: Int
     let sgemv_gbps: Double
     /// Billions of halfs per second all threads convert (and add) from their caches.
     let conversion_ghalfs: Double
@@ -84,7 +87,7 @@ struct KernelReport: Encodable {
     let precision_comparisons: [PrecisionComparison]
 
     var table: String {
-        var lines = ["DRAM read ceiling (streaming read, all threads): \(fmt(read_gbps)) GB/s; sgemv (weights streamed from DRAM): \(fmt(sgemv_gbps)) GB/s",
+        var lines = ["DRAM read ceiling (streaming read, all threads, \(read_streams_per_thread) streams a thread): \(fmt(read_gbps)) GB/s; sgemv (weights streamed from DRAM): \(fmt(sgemv_gbps)) GB/s",
                      "half conversion ceiling (halfs in cache converted and added, all threads): \(fmt(conversion_ghalfs)) G halfs/s",
                      "runtime threads: \(threads), OpenBLAS core type: \(blas_core_type)\(blas_core_type_replaced.map { " (replacing \($0))" } ?? ""), skinny kernels: \(skinny_kernels), prefetches into \(prefetch_level), decode streams a thread: \(decode_streams), "
                         + "tiles of two groups beyond 12 float32 rows: \(pair_tiles ? "yes" : "no")", ""]
@@ -160,13 +163,24 @@ struct KernelProbe {
         return Double(Self.streamBytes) / best[0] / 1e9
     }
 
+    /// Streams a thread's share of every read probe is read as (``readGBps()`` picks them).
+    var readStreams = 2
+
     /// Streaming-read throughput over `streamBytes` on all workers, in GB/s: the machine's DRAM
-    /// read ceiling, which decode (every weight once per token) cannot beat.
-    func readGBps() -> Double {
+    /// read ceiling, which decode (every weight once per token) cannot beat. Each thread reads its
+    /// band as 1, 2, 4 or 8 streams, whichever reads fastest here (a core keeps more lines in
+    /// flight with more streams on some CPUs, not on others), and later reads use that count.
+    mutating func readGBps() -> Double {
         let a = readProbe()
-        let best = (0 ..< max(repeats, 3)).map { _ in readSeconds(a) }.min()!
-        return Double(Self.streamBytes) / best / 1e9
+        let best = Self.readStreamCounts.map { streams in
+            (streams: streams, seconds: (0 ..< max(repeats, 3)).map { _ in readSeconds(a, streams: streams) }.min()!)
+        }.min { $0.seconds < $1.seconds }!
+        readStreams = best.streams
+        return Double(Self.streamBytes) / best.seconds / 1e9
     }
+
+    /// The stream counts a thread's read is timed with for the read ceiling.
+    static let readStreamCounts = [1, 2, 4, 8]
 
     /// The `streamBytes` a read-ceiling measurement streams.
     func readProbe() -> Matrix {
@@ -175,10 +189,12 @@ struct KernelProbe {
         return a
     }
 
-    /// Seconds one streaming read of `probe` takes on all workers (the mean of four back to back).
-    func readSeconds(_ probe: Matrix) -> Double {
+    /// Seconds one streaming read of `probe` takes on all workers, each thread reading `streams`
+    /// streams (by default ``readStreams``; the mean of four back to back).
+    func readSeconds(_ probe: Matrix, streams: Int? = nil) -> Double {
         var sink: Float = 0
-        let time = seconds { for _ in 0 ..< 4 { sink += LMRuntime.Kernels.streamingSum(probe) } } / 4
+        let streams = streams ?? readStreams
+        let time = seconds { for _ in 0 ..< 4 { sink += LMRuntime.Kernels.streamingSum(probe, streams: streams) } } / 4
         if sink.isNaN { progress("(read probe: NaN)") }   // keeps the sum alive
         return time
     }

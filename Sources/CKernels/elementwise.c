@@ -213,7 +213,7 @@ KV_AVX512 static float exp_sub_sum_avx512(float *x, ptrdiff_t n, float max) {
 // exp_sub_sum_avx512's. Why: one row of a 128-key tile is eight vectors, and alone its maximum, then
 // its exponentials, then its sum wait on each other's latency; on an Emerald Rapids the softmax step
 // took 15.7% of 30 new tokens' attention over 1,536 keys one row at a time and 13.3% two at a time
-// (CPU-clock profile of Benchmarks/harness/attend-keys.c), and 4 new tokens' attention 0.87x the time.
+// (CPU-clock profile of Benchmarks/harness/attend-keys.c).
 KV_AVX512 static void exp_sub_sum_pair_avx512(float *x0, ptrdiff_t n0, float max0, float *x1, ptrdiff_t n1, float max1,
                                               float sums[2]) {
     const ptrdiff_t steps0 = (n0 - n0 % 8) / 32, steps1 = (n1 - n1 % 8) / 32, both = steps0 < steps1 ? steps0 : steps1;
@@ -233,15 +233,19 @@ KV_AVX2 static float exp_shifted_sum_avx2(float *x, ptrdiff_t n) { return exp_su
     a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p)), a1 = _mm256_add_ps(a1, _mm256_loadu_ps((p) + 8)), \
     a2 = _mm256_add_ps(a2, _mm256_loadu_ps((p) + 16)), a3 = _mm256_add_ps(a3, _mm256_loadu_ps((p) + 24))
 
-// Two streams: the first and second half of x in lockstep, then the rest. On a Zen 5 VM two streams
-// per core read 1.01-1.03x one stream's GB/s in its fast memory state (82-87 GB/s) and 1.03-1.04x in
-// its slow one (47-50), four no better, eight worse: this is the read ceiling's probe (streamingSum).
-KV_AVX2 static float sum_avx2(const float *x, ptrdiff_t n) {
+// `streams` streams (1 to 8): x cut into that many equal parts read in lockstep, 32 floats of each
+// a step, then the rest. Which count reads fastest is the machine's: on a Zen 5 VM two streams per
+// core read 1.01-1.03x one stream's GB/s in its fast memory state (82-87 GB/s) and 1.03-1.04x in its
+// slow one (47-50), four no better, eight worse; on an Emerald Rapids VM, one core alone, 1 / 2 / 4
+// streams read 12.0 / 14.3 / 15.3 GB/s, and two cores 4 streams each 1.06-1.09x two each. So the
+// read ceiling's probe (streamingSum) takes the best of several counts.
+KV_AVX2 static float sum_avx2(const float *x, ptrdiff_t n, int streams) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    const ptrdiff_t half = n / 64 * 32;
+    const ptrdiff_t part = n / (32 * streams) * 32;
     ptrdiff_t i = 0;
-    for (; i < half; i += 32) KV_ADD32(x + i), KV_ADD32(x + half + i);
-    for (i = 2 * half; i + 32 <= n; i += 32) KV_ADD32(x + i);
+    for (; i < part; i += 32)
+        for (int s = 0; s < streams; s++) KV_ADD32(x + s * part + i);
+    for (i = streams * part; i + 32 <= n; i += 32) KV_ADD32(x + i);
 #undef KV_ADD32
     float sum = sum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
     return sum + kv_sum_portable(x + i, n - i);
@@ -285,7 +289,7 @@ __attribute__((constructor)) static void detect_avx2(void) {
 static const int has_avx2 = 0;
 static float exp_shifted_sum_avx2(float *x, ptrdiff_t n) { return kv_exp_shifted_sum_portable(x, n); }
 static float max_avx2(const float *x, ptrdiff_t n) { return kv_max_portable(x, n); }
-static float sum_avx2(const float *x, ptrdiff_t n) { return kv_sum_portable(x, n); }
+static float sum_avx2(const float *x, ptrdiff_t n, int streams) { (void)streams; return kv_sum_portable(x, n); }
 static float exp_sub_sum_avx2(float *x, ptrdiff_t n, float s) { return kv_exp_sub_sum_portable(x, n, s); }
 static float exp_sub_sum_avx512(float *x, ptrdiff_t n, float s) { return kv_exp_sub_sum_portable(x, n, s); }
 static void exp_sub_sum_pair_avx512(float *x0, ptrdiff_t n0, float s0, float *x1, ptrdiff_t n1, float s1, float sums[2]) {
@@ -302,7 +306,12 @@ float kv_exp_shifted_sum(float *x, ptrdiff_t n) {
 }
 
 float kv_sum(const float *x, ptrdiff_t n) {
-    return has_avx2 ? sum_avx2(x, n) : kv_sum_portable(x, n);
+    return has_avx2 ? sum_avx2(x, n, 2) : kv_sum_portable(x, n);
+}
+
+float kv_sum_streams(const float *x, ptrdiff_t n, int streams) {
+    streams = streams < 1 ? 1 : streams > 8 ? 8 : streams;
+    return has_avx2 ? sum_avx2(x, n, streams) : kv_sum_portable(x, n);
 }
 
 float kv_max(const float *x, ptrdiff_t n) {

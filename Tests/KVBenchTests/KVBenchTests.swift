@@ -86,6 +86,7 @@ struct KVBenchTests {
         #expect(run.status == 0, "\(run.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         #expect((json["sgemv_gbps"] as? Double ?? 0) > 0 && (json["read_gbps"] as? Double ?? 0) > 0)
+        #expect([1, 2, 4, 8].contains(json["read_streams_per_thread"] as? Int ?? 0))
         #expect((json["conversion_ghalfs"] as? Double ?? 0) > 0)
         // The kernel choices that shape the figures are reported as the runtime made them.
         #expect(json["pair_tiles"] as? Bool == Kernels.pairTilesBeyondTwelveRows)

@@ -32,11 +32,17 @@ struct BandwidthProbeTests {
         }
     }
 
-    @Test func streamingSum_readsEveryElementOnce() {
+    /// Every stream count (and counts outside 1...8, clamped) reads every element once: small
+    /// integers, so any order of additions gives the exact sum; the bands' lengths leave parts that
+    /// are not whole steps and a rest after the streams.
+    @Test func streamingSum_readsEveryElementOnceInAnyNumberOfStreams() {
         let values = (0 ..< 37 * 48).map { Float($0 % 11) - 5 }, exact = values.reduce(0, +)
         let m = Matrix(rows: 37, cols: 48, values: values)
         for workers in 1 ... Kernels.workerCount {
             #expect(Kernels.streamingSum(m, workers: workers) == exact, "\(workers) workers")
+            for streams in 0 ... 9 {
+                #expect(Kernels.streamingSum(m, workers: workers, streams: streams) == exact, "\(workers) workers, \(streams) streams")
+            }
         }
     }
 

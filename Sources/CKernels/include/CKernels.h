@@ -31,6 +31,9 @@ void kv_rmsnorm(float *dst, const float *x, const float *weight, ptrdiff_t n, fl
 /// The sum of x[0..<n]: a pure streaming read (four independent accumulators per lane), what a
 /// memory-bandwidth ceiling times. Not for numerics: the order of additions is the kernel's.
 float kv_sum(const float *x, ptrdiff_t n);
+/// kv_sum reading x as `streams` streams (1 to 8; clamped): x cut into that many equal parts read
+/// in lockstep. kv_sum reads two. Which count streams fastest depends on the machine.
+float kv_sum_streams(const float *x, ptrdiff_t n, int streams);
 
 /// y[t*ldy + n] = alpha * dot(x[t*ldx ..], w[n*ldw ..]) + beta * y[t*ldy + n] over k elements, for
 /// t < rows and n < outputs (beta 0: y is only written). For few activation rows: each weight

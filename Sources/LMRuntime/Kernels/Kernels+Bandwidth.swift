@@ -2,15 +2,15 @@ import CKernels
 
 extension Kernels {
     /// Reads every element of the dense `matrix` once, split into contiguous bands over
-    /// `workers` of the pool (each band read as two streams, its halves in lockstep), and returns
-    /// the sum: a streaming read with no writes, the memory-bandwidth ceiling `kvbench kernels`
-    /// compares decode with.
-    package static func streamingSum(_ matrix: Matrix, workers: Int = workerCount) -> Float {
+    /// `workers` of the pool (each band read as `streams` streams, 1 to 8: its equal parts in
+    /// lockstep), and returns the sum: a streaming read with no writes, the memory-bandwidth
+    /// ceiling `kvbench kernels` compares decode with (at the stream count that reads fastest).
+    package static func streamingSum(_ matrix: Matrix, workers: Int = workerCount, streams: Int = 2) -> Float {
         precondition(matrix.rowStride == matrix.cols, "a streaming read needs a dense matrix")
         let count = matrix.rows * matrix.cols, workers = max(1, min(workers, workerCount))
         return sum(over: workers) { worker in
             let start = count * worker / workers / 16 * 16, end = worker == workers - 1 ? count : count * (worker + 1) / workers / 16 * 16
-            return kv_sum(matrix.base + start, end - start)
+            return kv_sum_streams(matrix.base + start, end - start, Int32(streams))
         }
     }
 
