@@ -94,7 +94,8 @@ extension KVBench {
                                       blas_core_type_replaced: LMRuntime.Kernels.blasCoreTypeReplaced, skinny_kernels: LMRuntime.Kernels.skinnyKernels,
                                       prefetch_level: LMRuntime.Kernels.prefetchLevel,
                                       decode_streams: LMRuntime.Kernels.decodeStreams,
-                                      pair_tiles: LMRuntime.Kernels.pairTilesBeyondTwelveRows, threads: LMRuntime.Kernels.threadCount,
+                                      pair_tiles: LMRuntime.Kernels.pairTilesBeyondTwelveRows,
+                                      attention_value_chunks: LMRuntime.Kernels.attentionValueChunks, threads: LMRuntime.Kernels.threadCount,
                                       read_gbps: read, read_streams_per_thread: probe.readStreams, sgemv_gbps: sgemv, conversion_ghalfs: conversion, models: reports, precision_comparisons: comparisons)
             print(format == .json ? try jsonText(report) : report.table)
         }

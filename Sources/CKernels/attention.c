@@ -420,6 +420,21 @@ void kv_attention_scores(const float *q, ptrdiff_t ldq, ptrdiff_t rows, const fl
 enum { TRANSPOSED_FROM_ROWS = 12 };
 // Keys per chunk of the AVX-512 weighted-values product over a tile (attend_tile).
 enum { VALUE_CHUNK = 32 };
+// Whether that product takes the tile a chunk at a time (1) or reads the value rows from a dense
+// copy (0): by default on Intel's Emerald Rapids, where it was measured (48 KB 12-way L1: the 128
+// lines of a chunk fill 16 sets two thirds); elsewhere not measured (a 32 KB 8-way L1 would hold
+// them with no room to spare). KVSESSION_VALUE_CHUNKS=0 or 1 chooses. The same bits either way.
+static int value_chunks = 0;
+__attribute__((constructor)) static void read_value_chunks(void) {
+    const char *choice = getenv("KVSESSION_VALUE_CHUNKS");
+    value_chunks = choice ? strcmp(choice, "0") != 0 : kv_intel_emerald_rapids();
+}
+
+int kv_set_attention_value_chunks(int on) { return __atomic_exchange_n(&value_chunks, on != 0, __ATOMIC_RELAXED); }
+
+int kv_uses_attention_value_chunks(void) {
+    return kv_uses_skinny_avx512() && __atomic_load_n(&value_chunks, __ATOMIC_RELAXED);
+}
 
 ptrdiff_t kv_attend_work_floats(ptrdiff_t kvHeads, ptrdiff_t rows, ptrdiff_t headDim, ptrdiff_t tile) {
     return kvHeads * rows * headDim + rows * tile + headDim * tile;
@@ -485,7 +500,7 @@ static void attend_tile(const float *stacked, ptrdiff_t rows, ptrdiff_t position
         }
     }
 #if KV_X86
-    if (avx2 && wide && rows >= TRANSPOSED_FROM_ROWS) {
+    if (avx2 && wide && rows >= TRANSPOSED_FROM_ROWS && __atomic_load_n(&value_chunks, __ATOMIC_RELAXED)) {
         // Every block of output rows reads the head's value rows again, and in the cache they lie a
         // whole K/V row apart (1 KB on base): 128 of them fall into a sixteenth of L1's sets and do
         // not stay there; VALUE_CHUNK of them do. So the AVX-512 body takes the tile's keys a chunk
@@ -508,7 +523,7 @@ static void attend_tile(const float *stacked, ptrdiff_t rows, ptrdiff_t position
             // The value rows' L1 conflicts (above), here avoided by copying them dense once (into
             // the transposed keys' room, free by now): on an Emerald Rapids, 11 new tokens'
             // attention over 1,536 keys on one core took 0.89x the time. (Chunks measured no
-            // better on this body.)
+            // better on the AVX2 body; the AVX-512 body copies too where value_chunks is off.)
             copy_rows(transposed, headDim, v, ldkv, n, headDim);
             valueRows = transposed, ldv = headDim;
         }

@@ -90,6 +90,7 @@ struct KVBenchTests {
         #expect((json["conversion_ghalfs"] as? Double ?? 0) > 0)
         // The kernel choices that shape the figures are reported as the runtime made them.
         #expect(json["pair_tiles"] as? Bool == Kernels.pairTilesBeyondTwelveRows)
+        #expect(json["attention_value_chunks"] as? Bool == Kernels.attentionValueChunks)
         let models = try #require(json["models"] as? [[String: Any]])
         // Without --precision: the model in f32, then in f16, then the two compared.
         #expect(models.map { $0["model"] as? String } == ["tiny", "tiny"])

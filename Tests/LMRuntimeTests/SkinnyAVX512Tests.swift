@@ -142,8 +142,11 @@ struct SkinnyAVX512Tests {
 
     /// Few-query attention (1 to 32 new tokens, both the dot-product and the transposed score
     /// paths) and the blocked path (40 tokens) over 700 keys, with the AVX-512 bodies on and off:
-    /// the same output bits.
-    @Test func causalAttention_givesTheSameBitsWithAVX512OnOrOff() {
+    /// the same output bits, with the AVX-512 weighted values in 32-key chunks and from a dense copy.
+    @Test(arguments: [false, true])
+    func causalAttention_givesTheSameBitsWithAVX512OnOrOff(valueChunks: Bool) {
+        let previous = kv_set_attention_value_chunks(valueChunks ? 1 : 0)
+        defer { kv_set_attention_value_chunks(previous) }
         let shape = FewQueryAttentionTests.Shape(heads: 12, kvHeads: 4, headDim: 64)
         for t in [1, 3, 4, 8, 16, 32, 40] {
             let keyCount = 700
@@ -157,8 +160,15 @@ struct SkinnyAVX512Tests {
                     FewQueryAttentionTests.attention(shape, queries: q, keys: k, values: v, workers: 2).toArray().map(\.bitPattern)
                 }
             }
-            #expect(run(true) == run(false), "t=\(t)")
+            #expect(run(true) == run(false), "t=\(t), value chunks \(valueChunks)")
         }
+    }
+
+    /// The switch reports the previous choice, and turning it back restores it.
+    @Test func setAttentionValueChunks_returnsThePreviousChoice() {
+        let original = kv_set_attention_value_chunks(1)
+        #expect(kv_set_attention_value_chunks(0) == 1)
+        #expect(kv_set_attention_value_chunks(original) == 0)
     }
 
     /// The switch reports the previous choice, the getters follow it, and turning it back restores it.

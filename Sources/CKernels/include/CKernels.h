@@ -105,6 +105,14 @@ int kv_set_skinny_pair_tiles(int on);
 /// 1 when tiles of more than twelve float32 activation rows take two groups at a time (with the
 /// AVX-512 bodies on and kv_set_skinny_pair_tiles's choice on), else 0.
 int kv_uses_skinny_pair_tiles(void);
+/// With the AVX-512 bodies on, makes few-query attention's weighted-values product over 12 or more
+/// stacked query rows take each key tile 32 keys at a time (1) instead of reading the value rows from
+/// a dense copy (0); returns the previous choice. Default: 1 on Intel's Emerald Rapids (measured
+/// there), else 0; KVSESSION_VALUE_CHUNKS=0 or 1 overrides it. The same bits either way.
+int kv_set_attention_value_chunks(int on);
+/// 1 when few-query attention's weighted values take 32-key chunks (the AVX-512 bodies on and
+/// kv_set_attention_value_chunks's choice on), else 0.
+int kv_uses_attention_value_chunks(void);
 /// With the AVX-512 bodies on, makes a decode step (one activation row, packed float32 or half
 /// weights) read one group of rows at a time front to back, one stream a thread (1), or, on float32,
 /// two groups side by side (0; halfs then take the AVX2 eight-row tile); returns the previous choice.

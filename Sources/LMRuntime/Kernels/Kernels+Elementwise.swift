@@ -158,6 +158,11 @@ extension Kernels {
     /// time (the AVX-512 bodies; by default on Intel's Emerald Rapids, `KVSESSION_PAIR_TILES=0` or
     /// `1` chooses) rather than one.
     package static var pairTilesBeyondTwelveRows: Bool { kv_uses_skinny_pair_tiles() != 0 }
+
+    /// Whether few-query attention's weighted values over 12 or more stacked query rows take each key
+    /// tile 32 keys at a time (the AVX-512 bodies; by default on Intel's Emerald Rapids,
+    /// `KVSESSION_VALUE_CHUNKS=0` or `1` chooses) rather than from a dense copy of the value rows.
+    package static var attentionValueChunks: Bool { kv_uses_attention_value_chunks() != 0 }
 }
 
 /// The SIMD width of the Swift-side vector loops.
