@@ -95,7 +95,9 @@ extension KVBench {
                                       prefetch_level: LMRuntime.Kernels.prefetchLevel,
                                       decode_streams: LMRuntime.Kernels.decodeStreams,
                                       pair_tiles: LMRuntime.Kernels.pairTilesBeyondTwelveRows,
-                                      attention_value_chunks: LMRuntime.Kernels.attentionValueChunks, threads: LMRuntime.Kernels.threadCount,
+                                      attention_value_chunks: LMRuntime.Kernels.attentionValueChunks,
+                                      blocked_skinny_rows_f32: LMRuntime.Kernels.blockedSkinnyRows.f32,
+                                      blocked_skinny_rows_f16: LMRuntime.Kernels.blockedSkinnyRows.f16, threads: LMRuntime.Kernels.threadCount,
                                       read_gbps: read, read_streams_per_thread: probe.readStreams, sgemv_gbps: sgemv, conversion_ghalfs: conversion, models: reports, precision_comparisons: comparisons)
             print(format == .json ? try jsonText(report) : report.table)
         }

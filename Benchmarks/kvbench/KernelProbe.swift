@@ -78,6 +78,10 @@ struct KernelReport: Encodable {
     /// Whether few-query attention's weighted values take 32-key chunks rather than a dense copy of
     /// the value rows (the Emerald Rapids default with AVX-512).
     let attention_value_chunks: Bool
+    /// Activation rows up to which passes beyond the skinny kernel's 64 run its tiles a block of
+    /// packed weight rows at a time instead of sgemm, float32 and half (64: never).
+    let blocked_skinny_rows_f32: Int
+    let blocked_skinny_rows_f16: Int
     let threads: Int
     let read_gbps: Double
     /// Streams a thread read the read ceiling as (1, 2, 4 or 8: the count that read fastest);
@@ -93,7 +97,8 @@ struct KernelReport: Encodable {
         var lines = ["DRAM read ceiling (streaming read, all threads, \(read_streams_per_thread) streams a thread): \(fmt(read_gbps)) GB/s; sgemv (weights streamed from DRAM): \(fmt(sgemv_gbps)) GB/s",
                      "half conversion ceiling (halfs in cache converted and added, all threads): \(fmt(conversion_ghalfs)) G halfs/s",
                      "runtime threads: \(threads), OpenBLAS core type: \(blas_core_type)\(blas_core_type_replaced.map { " (replacing \($0))" } ?? ""), skinny kernels: \(skinny_kernels), prefetches into \(prefetch_level), decode streams a thread: \(decode_streams), "
-                        + "tiles of two groups beyond 12 float32 rows: \(pair_tiles ? "yes" : "no"), attention's values in 32-key chunks: \(attention_value_chunks ? "yes" : "no")", ""]
+                        + "tiles of two groups beyond 12 float32 rows: \(pair_tiles ? "yes" : "no"), attention's values in 32-key chunks: \(attention_value_chunks ? "yes" : "no"), "
+                        + "skinny tiles in blocks up to \(blocked_skinny_rows_f32) (f32) / \(blocked_skinny_rows_f16) (f16) rows", ""]
         for m in models {
             lines.append("\(m.model), \(m.precision) weights (\(m.parameters / 1000)K parameters), fastest sgemm at its shapes: \(fmt(m.sgemm_gflops)) GFLOP/s")
             lines.append("  prefill  tokens   tokens/s   GFLOP/s   sgemm GFLOP/s (its GEMMs, fastest)   ÷ its GEMMs   ÷ fastest")

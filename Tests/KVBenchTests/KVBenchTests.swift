@@ -91,6 +91,8 @@ struct KVBenchTests {
         // The kernel choices that shape the figures are reported as the runtime made them.
         #expect(json["pair_tiles"] as? Bool == Kernels.pairTilesBeyondTwelveRows)
         #expect(json["attention_value_chunks"] as? Bool == Kernels.attentionValueChunks)
+        #expect(json["blocked_skinny_rows_f32"] as? Int == Kernels.blockedSkinnyRows.f32
+            && json["blocked_skinny_rows_f16"] as? Int == Kernels.blockedSkinnyRows.f16)
         let models = try #require(json["models"] as? [[String: Any]])
         // Without --precision: the model in f32, then in f16, then the two compared.
         #expect(models.map { $0["model"] as? String } == ["tiny", "tiny"])

@@ -15,8 +15,10 @@ package enum Kernels {
     /// `c = alpha * a · bᵀ + beta * c`: the projection kernel (weights stored `[out, in]`).
     ///
     /// Few rows of `a` (decode, short prefills) go through the skinny kernel, which streams each
-    /// weight row once, in float32 or half. More rows go to sgemm; half weights are then converted
-    /// a block of rows at a time into `scratch` (without scratch the skinny kernel takes any rows).
+    /// weight row once, in float32 or half. More rows on packed weights, up to ``blockedSkinnyRows``,
+    /// run the skinny kernel a block of weight rows at a time (`blockedSkinny`); beyond that they go
+    /// to sgemm, packed and half weights then unpacked or converted a block of rows at a time into
+    /// `scratch` (without scratch the skinny kernel takes any rows).
     /// - Parameters:
     ///   - a: activations `[M, K]`.
     ///   - b: weights `[N, K]`.
@@ -73,7 +75,7 @@ package enum Kernels {
     /// sgemm's are fixed. `body(worker, columns, following)`: see ``balancedBands(_:minimumPerBand:alignment:_:)``.
     private static func projectionBands(_ a: Matrix, transposed b: WeightMatrix, _ body: (Int, Range<Int>, Int) -> Void) {
         let minimumColumns = max(16, projectionSplitWork / max(1, a.rows * a.cols))
-        if a.rows <= skinnyRowLimit {
+        if a.rows <= skinnyRowLimit || takesBlockedSkinny(rows: a.rows, b) {
             balancedBands(b.rows, minimumPerBand: minimumColumns, alignment: 16, body)
         } else {
             parallelBands(b.rows, minimumPerBand: minimumColumns, alignment: 16) { body($0, $1, 0) }
@@ -110,6 +112,7 @@ package enum Kernels {
                                            following > 0 ? w.base + w.rows * w.cols : nil, following * w.cols * 4)
                 return
             }
+            if takesBlockedSkinny(rows: a.rows, b) { blockedSkinny(a, transposed: b, into: c, alpha: alpha, beta: beta, block: block); return }
             blockedSGEMM(a, transposed: b, into: c, alpha: alpha, beta: beta, block: block)
         case let (.f16(w), packed):
             // One to three rows: convert in registers. More: each weight row would be converted once
@@ -135,7 +138,63 @@ package enum Kernels {
                                            following > 0 ? w.base + w.rows * w.rowStride : nil, following * w.rowStride * 2)
                 return
             }
+            if takesBlockedSkinny(rows: a.rows, b) { blockedSkinny(a, transposed: b, into: c, alpha: alpha, beta: beta, block: block); return }
             blockedSGEMM(a, transposed: b, into: c, alpha: alpha, beta: beta, block: block)
+        }
+    }
+
+    /// Activation rows up to which passes beyond ``skinnyRowLimit`` on packed weights keep to the
+    /// skinny tiles, a block of weight rows at a time (`blockedSkinny`), instead of unpacking or
+    /// converting blocks for sgemm. On Intel's Emerald Rapids 384 rows on float32 weights and 256 on
+    /// halfs: prefills of `base` in one process alternating the two paths, nine rounds, medians of
+    /// 96 / 128 / 192 / 256 / 384 tokens at 1,064 / 1,121 / 1,194 / 1,204 / 1,171 tokens/s against
+    /// 735 / 846 / 1,018 / 1,111 / 1,042 through sgemm (f32); f16 1,075 / 1,076 / 992 / 1,027 / 1,067
+    /// against 860 / 862 / 881 / 1,001 / 1,015; at 512 and beyond sgemm's kernel, faster than the
+    /// tiles, makes up for the unpacking (f32 even, f16 about a tenth faster through sgemm).
+    /// Elsewhere ``skinnyRowLimit`` (never): not measured. `KVSESSION_BLOCKED_SKINNY_ROWS` overrides
+    /// it for both precisions. Either way each output gets the skinny kernel's arithmetic.
+    package static let blockedSkinnyRows: (f32: Int, f16: Int) = {
+        if let rows = ProcessInfo.processInfo.environment["KVSESSION_BLOCKED_SKINNY_ROWS"].flatMap({ Int($0) }) { return (rows, rows) }
+        return kv_intel_emerald_rapids() != 0 ? (384, 256) : (skinnyRowLimit, skinnyRowLimit)
+    }()
+
+    /// Whether a projection of `rows` activation rows on `b` takes `blockedSkinny`.
+    static func takesBlockedSkinny(rows: Int, _ b: WeightMatrix) -> Bool {
+        guard b.packed, rows > skinnyRowLimit else { return false }
+        switch b.storage {
+        case .f32: return rows <= blockedSkinnyRows.f32
+        case .f16: return rows <= blockedSkinnyRows.f16
+        }
+    }
+
+    /// Bytes of weight rows `blockedSkinny` multiplies at a time: with a chunk of activation rows
+    /// (192 KB on 768 columns, 704 KB on 2,816) they stay in a 2 MiB L2.
+    static let blockedSkinnyWeightBytes = 1 << 20
+
+    /// Many activation rows on packed weights through the skinny kernel: a block of weight rows
+    /// (``blockedSkinnyWeightBytes``; halfs converted to float32 into `block` first) at a time,
+    /// every chunk of ``skinnyRowLimit`` activation rows over it, so the weights stream from memory
+    /// once and the later chunks find them in L2. Nothing is unpacked or packed, and every output
+    /// gets the arithmetic it gets from one skinny call (the float tiles give halfs' bits too).
+    static func blockedSkinny(_ a: Matrix, transposed b: WeightMatrix, into c: Matrix, alpha: Float, beta: Float,
+                                      block: Matrix) {
+        let group = WeightMatrix.packGroup
+        let room = block.rows * block.cols / b.cols / group * group   // rows of halfs the block converts
+        let blockRows = max(group, min(room, blockedSkinnyWeightBytes / (b.cols * 4) / group * group))
+        for first in stride(from: 0, to: b.rows, by: blockRows) {
+            let rows = min(blockRows, b.rows - first)
+            let weights: UnsafePointer<Float>
+            switch b.storage {
+            case let .f32(w): weights = UnsafePointer(w.base + first * b.cols)
+            case let .f16(w):
+                precondition(room >= rows && block.rowStride == block.cols, "conversion block too small or not dense")
+                kv_halfs_to_floats(block.base, w.base + first * b.cols, rows * b.cols)
+                weights = UnsafePointer(block.base)
+            }
+            for r in stride(from: 0, to: a.rows, by: skinnyRowLimit) {
+                kv_skinny_gemm_packed(a.base + r * a.rowStride, a.rowStride, min(skinnyRowLimit, a.rows - r), weights, rows,
+                                      b.cols, c.base + r * c.rowStride + first, c.rowStride, alpha, beta)
+            }
         }
     }
 

@@ -112,7 +112,8 @@ public final class ModelWeights: Sendable {
 
     /// Whether loaders pack the projection matrices for streaming (``Kernels/pack(_:)``). On by
     /// default; `KVSESSION_PACK=0` keeps plain rows (to compare the two; results are the same bits
-    /// for passes of up to ``Kernels/skinnyRowLimit`` tokens).
+    /// for passes of up to ``Kernels/skinnyRowLimit`` tokens, and up to ``Kernels/blockedSkinnyRows``
+    /// where those exceed it).
     package static let packsWeights = ProcessInfo.processInfo.environment["KVSESSION_PACK"] != "0"
 
     /// Whether any projection matrix is packed.
