@@ -350,10 +350,11 @@ static const group_dots512_fn group_dots512_by_rows[2][KV_512_ROWS] = {
 // keep the FMA units busy (one group and two rows give four, and wait on the FMA latency), and
 // each activation chunk is loaded once per eight weight rows. dots[j][t] as group_dots512's, for
 // weight rows j of the pair. Each prefetch at `ahead` has a twin at `ahead + jump` when jump is not 0
-// (the two groups' streams, each `lead` bytes ahead: packed512).
+// (the two groups' streams, each `lead` bytes ahead: packed512). With `y` (k a multiple of 8) the
+// finished outputs are stored at y[t * ldy + j] instead (finish4x4_512, as group_dots512 does).
 KV_512_INLINE void pair_dots512(const int R, const int halfs, const float *x, ptrdiff_t ldx, const char *group,
                                 ptrdiff_t k, float dots[2 * KV_PACK_GROUP][KV_512_PAIR_COLUMNS], const char *ahead,
-                                ptrdiff_t lines, ptrdiff_t jump) {
+                                ptrdiff_t lines, ptrdiff_t jump, float *y, ptrdiff_t ldy, float alpha, float beta) {
     const ptrdiff_t size = halfs ? 2 : 4, end = k - k % 8, steps = end > 8 ? end / 8 : 1, second = KV_PACK_GROUP * k * size;
     ptrdiff_t spread = 0;
     __m512 acc[KV_512_PAIR_COLUMNS][4];   // per activation row: weight rows 0-1, 2-3, 4-5, 6-7
@@ -383,7 +384,8 @@ KV_512_INLINE void pair_dots512(const int R, const int halfs, const float *x, pt
         for (int g = 0; g < 2; g++) {   // the pair's groups: weight rows 4g ..< 4g + 4
 #pragma clang loop unroll(full)
             for (int u = 0; u < 4; u++) lo[u] = acc[t + u][2 * g], hi[u] = acc[t + u][2 * g + 1];
-            reduce4x4_512(lo, hi, &dots[4 * g][t], KV_512_PAIR_COLUMNS);
+            if (y) finish4x4_512(lo, hi, R - t < 4 ? R - t : 4, y + t * ldy + 4 * g, ldy, alpha, beta);
+            else reduce4x4_512(lo, hi, &dots[4 * g][t], KV_512_PAIR_COLUMNS);
         }
     }
 }
@@ -392,15 +394,15 @@ KV_512_INLINE void pair_dots512(const int R, const int halfs, const float *x, pt
     __attribute__((target(KV_512_TARGET), noinline)) static void name(                                    \
         const float *x, ptrdiff_t ldx, const char *group, ptrdiff_t k,                                    \
         float dots[2 * KV_PACK_GROUP][KV_512_PAIR_COLUMNS], const char *ahead, ptrdiff_t lines,               \
-        ptrdiff_t jump) {                                                                                 \
-        pair_dots512(R, halfs, x, ldx, group, k, dots, ahead, lines, jump);                               \
+        ptrdiff_t jump, float *y, ptrdiff_t ldy, float alpha, float beta) {                               \
+        pair_dots512(R, halfs, x, ldx, group, k, dots, ahead, lines, jump, y, ldy, alpha, beta);          \
     }
 KV_PAIR_DOTS(3, 0, pair512_f32_3) KV_PAIR_DOTS(4, 0, pair512_f32_4) KV_PAIR_DOTS(5, 0, pair512_f32_5)
 KV_PAIR_DOTS(6, 0, pair512_f32_6) KV_PAIR_DOTS(3, 1, pair512_f16_3) KV_PAIR_DOTS(4, 1, pair512_f16_4)
 KV_PAIR_DOTS(5, 1, pair512_f16_5) KV_PAIR_DOTS(6, 1, pair512_f16_6)
 #undef KV_PAIR_DOTS
 typedef void (*pair_dots512_fn)(const float *, ptrdiff_t, const char *, ptrdiff_t, float[2 * KV_PACK_GROUP][KV_512_PAIR_COLUMNS],
-                                const char *, ptrdiff_t, ptrdiff_t);
+                                const char *, ptrdiff_t, ptrdiff_t, float *, ptrdiff_t, float, float);
 static const pair_dots512_fn pair_dots512_by_rows[2][KV_512_PAIR_ROWS - KV_512_PAIR_FROM + 1] = {
     {pair512_f32_3, pair512_f32_4, pair512_f32_5, pair512_f32_6},
     {pair512_f16_3, pair512_f16_4, pair512_f16_5, pair512_f16_6},
@@ -471,9 +473,11 @@ KV_512_INLINE void packed512(const int halfs, const float *x, ptrdiff_t ldx, ptr
                 ptrdiff_t r = rows / pairTiles + (tile < rows % pairTiles);
                 const float *xt = x + t * ldx;
                 float dots[2 * KV_PACK_GROUP][KV_512_PAIR_COLUMNS];
+                // With no tail the tile finishes and stores its outputs itself.
                 pair_dots512_by_rows[halfs][r - KV_512_PAIR_FROM](xt, ldx, pair, k, dots, next ? next + 64 * tile * share : NULL,
-                                                                  next ? share : 0, jump);
-                for (int j = 0; j < 2 * KV_PACK_GROUP; j++)
+                                                                  next ? share : 0, jump, k % 8 == 0 ? y + t * ldy + n : NULL,
+                                                                  ldy, alpha, beta);
+                for (int j = 0; j < 2 * KV_PACK_GROUP && k % 8 != 0; j++)
                     for (ptrdiff_t u = 0; u < r; u++) {
                         float *out = y + (t + u) * ldy + n + j, dot = dots[j][u];
                         dot = halfs ? tail_f16_packed(xt + u * ldx, (const uint16_t *)w, n + j, k, k, dot)

@@ -145,17 +145,17 @@ package enum Kernels {
 
     /// Activation rows up to which passes beyond ``skinnyRowLimit`` on packed weights keep to the
     /// skinny tiles, a block of weight rows at a time (`blockedSkinny`), instead of unpacking or
-    /// converting blocks for sgemm. On Intel's Emerald Rapids 384 rows on float32 weights and 256 on
-    /// halfs: prefills of `base` in one process alternating the two paths, nine rounds, medians of
-    /// 96 / 128 / 192 / 256 / 384 tokens at 1,064 / 1,121 / 1,194 / 1,204 / 1,171 tokens/s against
-    /// 735 / 846 / 1,018 / 1,111 / 1,042 through sgemm (f32); f16 1,075 / 1,076 / 992 / 1,027 / 1,067
-    /// against 860 / 862 / 881 / 1,001 / 1,015; at 512 and beyond sgemm's kernel, faster than the
-    /// tiles, makes up for the unpacking (f32 even, f16 about a tenth faster through sgemm).
+    /// converting blocks for sgemm. On Intel's Emerald Rapids 512, float32 and half: prefills of
+    /// `base` in one process alternating the two paths, nine rounds, medians of 96 / 128 / 256 / 384
+    /// tokens at 1.45 / 1.33 / 1.08 / 1.12× the tokens/s of the sgemm path (f32), 1.25 / 1.25 / 1.03 /
+    /// 1.05× (f16); at 512 even, until the pair tiles finished their outputs in vectors, then 0.88–0.97
+    /// of its GEMMs' sgemm against 0.80–0.84 (f32) and 0.84–0.91 against 0.75–0.85 (f16) in three
+    /// alternating rounds; at 1,024 and 2,048 even, so sgemm keeps those.
     /// Elsewhere ``skinnyRowLimit`` (never): not measured. `KVSESSION_BLOCKED_SKINNY_ROWS` overrides
     /// it for both precisions. Either way each output gets the skinny kernel's arithmetic.
     package static let blockedSkinnyRows: (f32: Int, f16: Int) = {
         if let rows = ProcessInfo.processInfo.environment["KVSESSION_BLOCKED_SKINNY_ROWS"].flatMap({ Int($0) }) { return (rows, rows) }
-        return kv_intel_emerald_rapids() != 0 ? (384, 256) : (skinnyRowLimit, skinnyRowLimit)
+        return kv_intel_emerald_rapids() != 0 ? (512, 512) : (skinnyRowLimit, skinnyRowLimit)
     }()
 
     /// Whether a projection of `rows` activation rows on `b` takes `blockedSkinny`.
