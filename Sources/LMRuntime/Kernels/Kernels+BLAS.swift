@@ -160,7 +160,7 @@ package enum Kernels {
 
     /// Whether a projection of `rows` activation rows on `b` takes `blockedSkinny`.
     static func takesBlockedSkinny(rows: Int, _ b: WeightMatrix) -> Bool {
-        guard b.packed, rows > skinnyRowLimit else { return false }
+        guard b.packed, skinnyRowLimit > 0, rows > skinnyRowLimit else { return false }   // 0: OpenBLAS throughout
         switch b.storage {
         case .f32: return rows <= blockedSkinnyRows.f32
         case .f16: return rows <= blockedSkinnyRows.f16
@@ -171,13 +171,17 @@ package enum Kernels {
     /// (192 KB on 768 columns, 704 KB on 2,816) they stay in a 2 MiB L2.
     static let blockedSkinnyWeightBytes = 1 << 20
 
+    /// Activation rows `blockedSkinny` runs over a block of weights in one skinny call: 64, the
+    /// skinny kernel's own default limit (32 and 128 were no better).
+    static let blockedSkinnyChunkRows = 64
+
     /// Many activation rows on packed weights through the skinny kernel: a block of weight rows
     /// (``blockedSkinnyWeightBytes``; halfs converted to float32 into `block` first) at a time,
-    /// every chunk of ``skinnyRowLimit`` activation rows over it, so the weights stream from memory
+    /// every chunk of ``blockedSkinnyChunkRows`` activation rows over it, so the weights stream from memory
     /// once and the later chunks find them in L2. Nothing is unpacked or packed, and every output
     /// gets the arithmetic it gets from one skinny call (the float tiles give halfs' bits too).
     static func blockedSkinny(_ a: Matrix, transposed b: WeightMatrix, into c: Matrix, alpha: Float, beta: Float,
-                                      block: Matrix) {
+                              block: Matrix) {
         let group = WeightMatrix.packGroup
         let room = block.rows * block.cols / b.cols / group * group   // rows of halfs the block converts
         let blockRows = max(group, min(room, blockedSkinnyWeightBytes / (b.cols * 4) / group * group))
@@ -191,8 +195,8 @@ package enum Kernels {
                 kv_halfs_to_floats(block.base, w.base + first * b.cols, rows * b.cols)
                 weights = UnsafePointer(block.base)
             }
-            for r in stride(from: 0, to: a.rows, by: skinnyRowLimit) {
-                kv_skinny_gemm_packed(a.base + r * a.rowStride, a.rowStride, min(skinnyRowLimit, a.rows - r), weights, rows,
+            for r in stride(from: 0, to: a.rows, by: blockedSkinnyChunkRows) {
+                kv_skinny_gemm_packed(a.base + r * a.rowStride, a.rowStride, min(blockedSkinnyChunkRows, a.rows - r), weights, rows,
                                       b.cols, c.base + r * c.rowStride + first, c.rowStride, alpha, beta)
             }
         }
