@@ -447,7 +447,7 @@ struct Ticket {
         #expect(session.transcript.entries.count == entries)
         #expect(try await session.cachedTokens.isEmpty)
         let flat = GenerationSchema(root: (0 ..< 3).reduce(SchemaNode.boolean) { inner, _ in .array(element: inner, minimumCount: 1, maximumCount: 2) })
-        let answer = try await session.respond(to: "Lists?", schema: flat, options: GenerationOptions(sampling: .greedy))
+        let answer = try await session.respond(to: "Lists?", schema: flat, options: GenerationOptions(samplingMode: .greedy))
         #expect(answer.content.jsonString.hasPrefix("[[["))
     }
 }
