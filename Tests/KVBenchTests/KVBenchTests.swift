@@ -49,6 +49,25 @@ struct KVBenchTests {
         #expect(output.text == tokenizer.decode(output.prompt_token_ids + output.generated_token_ids))
     }
 
+    /// `convert --type f16` refuses a model with a weight beyond the half range, naming the tensor,
+    /// and writes nothing; the same model converts to f32.
+    @Test func convert_refusesHalfsThatWouldBeInfinite() throws {
+        let tokenizer = Fixtures.bundledTokenizer
+        let weights = try Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: tokenizer.vocabSize)).unpackedCopy()
+        weights.layers[1].down.floatMatrix()[2, 3] = 1e6   // plain float32 rows: a view
+        let dir = Fixtures.temporaryFile("kvbench-convert-range")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let source = dir.appendingPathComponent("big.gguf"), half = dir.appendingPathComponent("half.gguf")
+        try weights.ggufData(tokenizer: tokenizer).write(to: source)
+        let refused = try Self.run(["convert", "--gguf", source.path, "--output", half.path, "--type", "f16"])
+        #expect(refused.status != 0 && refused.stderr.contains("blk.1.ffn_down.weight") && refused.stderr.contains("keep this model in f32"),
+                "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: half.path))
+        let plain = try Self.run(["convert", "--gguf", source.path, "--output", dir.appendingPathComponent("f32.gguf").path])
+        #expect(plain.status == 0, "\(plain.stderr)")
+    }
+
     @Test func generate_plainPrintsPromptThenContinuation() throws {
         let run = try Self.run(["generate", "--model", "tiny", "--prompt", "Hello coach", "--max-tokens", "3"])
         #expect(run.status == 0 && run.stdout.hasPrefix("Hello coach"), "\(run.stdout)")

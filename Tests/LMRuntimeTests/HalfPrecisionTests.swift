@@ -176,4 +176,61 @@ struct HalfPrecisionTests {
         #expect(cost16 < cost32 * 55 / 100 && cost16 > cost32 * 45 / 100, "\(cost16) vs \(cost32)")
         #expect(abs(cost16 - f16.byteCount) < 400 * 4 * 36 + 1, "estimate \(cost16) vs allocated \(f16.byteCount) + RoPE tables")
     }
+
+    /// Where a poisoned weight goes: a tensor's llama.cpp name and the view of it in the weights.
+    static let overflowSites: [(tensor: String, matrix: @Sendable (ModelWeights) -> WeightMatrix)] = [
+        ("token_embd.weight", { $0.tokenEmbedding }),
+        ("blk.0.attn_k.weight", { $0.layers[0].wk }),
+        ("blk.1.attn_output.weight", { $0.layers[1].wo }),
+        ("blk.1.ffn_up.weight", { $0.layers[1].gateUp.rows($0.config.hiddenDim ..< 2 * $0.config.hiddenDim) }),
+        ("blk.1.ffn_down.weight", { $0.layers[1].down }),
+        ("output.weight", { $0.classifier }),
+    ]
+
+    /// Sets element (`row`, `col`) of a float32 weight matrix, packed or plain.
+    static func poison(_ matrix: WeightMatrix, row: Int, col: Int, _ value: Float) {
+        guard case let .f32(m) = matrix.storage else { preconditionFailure("float32 weights only") }
+        m.base[matrix.packed ? kv_packed_index(row, col, matrix.cols) : row * m.rowStride + col] = value
+        #expect(matrix[row, col] == value)
+    }
+
+    /// Converting to halfs refuses weights that would round to infinity, before allocating, with
+    /// the tensor's name, how many and the largest; the float32 weights are left as they were and
+    /// still run. (``checkHalfRange()`` gives the same answer.)
+    @Test(arguments: 0 ..< 6)
+    func converted_refusesWeightsBeyondTheHalfRange(site: Int) throws {
+        let (tensor, view) = Self.overflowSites[site]
+        let weights = Fixtures.tinyWeights(Self.f32Config)
+        let matrix = view(weights)
+        Self.poison(matrix, row: 1, col: 2, 1e6)
+        Self.poison(matrix, row: matrix.rows - 1, col: 0, -70000)
+        let expected = ModelLoadError.beyondHalfRange(tensor: tensor, count: 2, largest: 1e6)
+        #expect(throws: expected) { try weights.converted(to: .f16) }
+        #expect(throws: expected) { try weights.checkHalfRange() }
+        #expect(expected.description.contains(tensor) && expected.description.contains("2 weights"), "\(expected)")
+        #expect(matrix[1, 2] == 1e6 && matrix[matrix.rows - 1, 0] == -70000)
+        let transformer = Transformer(weights: weights)
+        #expect(try transformer.forward([1, 2, 3], cache: transformer.makeCache()).cols == Self.f32Config.vocabSize)
+    }
+
+    /// The range's edge: 65,504 and the largest float below 65,520 convert (to 65,504), an infinity
+    /// already in the weights converts to itself; 65,520 (a tie that rounds to infinity) and its
+    /// negative are refused.
+    @Test func converted_acceptsTheLargestHalfAndRefusesTheFirstFloatBeyond() throws {
+        let below = Fixtures.tinyWeights(Self.f32Config)
+        Self.poison(below.layers[0].down, row: 0, col: 0, 65504)
+        Self.poison(below.layers[0].down, row: 0, col: 1, Float(65520).nextDown)
+        Self.poison(below.layers[0].down, row: 0, col: 2, -.infinity)
+        let f16 = try below.converted(to: .f16)
+        #expect([f16.layers[0].down[0, 0], f16.layers[0].down[0, 1], f16.layers[0].down[0, 2]] == [65504, 65504, -.infinity])
+        for edge: Float in [65520, -65520] {
+            let beyond = Fixtures.tinyWeights(Self.f32Config)
+            Self.poison(beyond.layers[0].down, row: 0, col: 1, edge)
+            #expect(Kernels.float(fromHalf: Kernels.halfBits(edge)).isInfinite)
+            #expect(throws: ModelLoadError.beyondHalfRange(tensor: "blk.0.ffn_down.weight", count: 1, largest: 65520)) {
+                try beyond.converted(to: .f16)
+            }
+        }
+        try Fixtures.tinyWeights(Self.f16Config).checkHalfRange()
+    }
 }

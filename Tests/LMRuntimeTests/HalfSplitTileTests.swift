@@ -113,11 +113,12 @@ import Testing
         #expect(!WeightMatrix(Matrix.zeros(rows: 4, cols: 8)).checkingFiniteHalfs().finiteHalfs)
     }
 
-    /// Converting float32 weights to f16 checks every projection once its halfs are final: a
-    /// weight past the half range leaves its matrix unflagged and the rest flagged.
+    /// Converting float32 weights to f16 checks every projection once its halfs are final: an
+    /// infinity already in the weights (which converts to itself; a finite weight past the half
+    /// range is refused instead) leaves its matrix unflagged and the rest flagged.
     @Test func converted_flagsEachProjectionThatStayedFinite() throws {
         let f32 = try Fixtures.tinyWeights(HalfPrecisionTests.f32Config).unpackedCopy()
-        f32.layers[1].down.floats[2, 3] = 1e6
+        f32.layers[1].down.floats[2, 3] = .infinity
         let f16 = try f32.converted(to: .f16)
         #expect(!f16.layers[1].down.finiteHalfs)
         #expect(f16.layers[0].down.finiteHalfs && f16.layers[1].gateUp.finiteHalfs && f16.layers[1].qkv.finiteHalfs)

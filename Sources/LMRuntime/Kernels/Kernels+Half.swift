@@ -34,6 +34,26 @@ extension Kernels {
         return sign | UInt16(h)
     }
 
+    /// The smallest magnitude that rounds to an infinite half: the largest finite half, 65,504,
+    /// plus half its last step of 32 (a tie, which goes to the even neighbour, infinity).
+    package static let halfOverflowMagnitude: Float = 65520
+
+    /// The finite float32 elements of `matrix` that would round to an infinite half (magnitude
+    /// ``halfOverflowMagnitude`` or more): how many, and the largest magnitude among them.
+    /// Infinities and NaNs are not counted (they convert to themselves); half storage has none.
+    package static func halfOverflow(_ matrix: WeightMatrix) -> (count: Int, largest: Float) {
+        guard case let .f32(m) = matrix.storage else { return (0, 0) }
+        var count = 0, largest: Float = 0
+        for r in 0 ..< m.rows {   // a packed view is dense, so its rows of storage hold its elements
+            for x in UnsafeBufferPointer(start: m.base + r * m.rowStride, count: m.cols)
+            where x.magnitude >= halfOverflowMagnitude && x.isFinite {
+                count += 1
+                largest = max(largest, x.magnitude)
+            }
+        }
+        return (count, largest)
+    }
+
     /// Reads `matrix.rows × matrix.cols` little-endian halfs at `byteOffset` into `matrix`.
     package static func loadHalfs(from data: Data, byteOffset: Int, into matrix: Matrix) {
         precondition(byteOffset >= 0 && byteOffset + 2 * matrix.rows * matrix.cols <= data.count, "half range outside the data")

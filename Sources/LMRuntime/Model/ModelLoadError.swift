@@ -24,6 +24,9 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
     case gguf(path: String, GGUFError)
     /// A ``LowRankAdapter`` was made for other base weights than the ones it is merged into.
     case incompatibleAdapter(name: String, baseFingerprint: String, modelFingerprint: String)
+    /// Converting to half precision would turn weights of this tensor (llama.cpp's name) infinite:
+    /// `count` finite weights of magnitude 65,520 or more, the largest `largest`. Nothing was converted.
+    case beyondHalfRange(tensor: String, count: Int, largest: Float)
 
     /// A sentence naming the problem.
     public var description: String {
@@ -44,6 +47,9 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
         case let .gguf(path, error): "GGUF file \(path): \(error)"
         case let .incompatibleAdapter(name, base, model):
             "adapter '\(name)' was made for the base weights \(base.prefix(16))…, not these (\(model.prefix(16))…)"
+        case let .beyondHalfRange(tensor, count, largest):
+            "\(count) weight\(count == 1 ? "" : "s") of \(tensor) (the largest of magnitude \(largest)) "
+                + "would become infinite as IEEE halfs, whose range ends at ±65,504: keep this model in f32"
         }
     }
 }

@@ -45,10 +45,11 @@ extension ModelWeights {
                 return info
             }
             for (target, info) in zip(targets, infos) {
+                let matrix = target.matrix.floatMatrix()   // a view: fresh float32 weights are plain rows
                 switch info.type {
-                case .f32: Kernels.loadLittleEndianFloats(from: data, byteOffset: info.dataOffset, into: target.matrix)
-                case .f16: Kernels.loadHalfs(from: data, byteOffset: info.dataOffset, into: target.matrix)
-                case .q8_0: Kernels.loadQ8_0(from: data, byteOffset: info.dataOffset, into: target.matrix)
+                case .f32: Kernels.loadLittleEndianFloats(from: data, byteOffset: info.dataOffset, into: matrix)
+                case .f16: Kernels.loadHalfs(from: data, byteOffset: info.dataOffset, into: matrix)
+                case .q8_0: Kernels.loadQ8_0(from: data, byteOffset: info.dataOffset, into: matrix)
                 }
             }
         } catch { throw ModelLoadError.gguf(path: path, error) }
@@ -90,24 +91,26 @@ extension ModelWeights {
                            sharedClassifier: file.tensor(named: "output.weight") == nil, weights: .gguf(path: path))
     }
 
-    /// Every weight under its llama.cpp tensor name, as float32 views into this model's storage
-    /// (copies, for the writer, when the matrices are halfs).
-    private func ggufTensors() -> [(name: String, matrix: Matrix, vector: Bool)] {
+    /// Every weight under its llama.cpp tensor name, as views into this model's storage: the norm
+    /// gains (`vector`) and the matrices, Q, K, V and gate, up as row ranges of their fused ones.
+    /// Nothing is copied, so a caller that wants float32 rows of packed or half matrices takes them
+    /// one at a time (``WeightMatrix/floatMatrix()``).
+    func ggufTensors() -> [(name: String, matrix: WeightMatrix, vector: Bool)] {
         let h = config.hiddenDim
-        var out = [(name: "token_embd.weight", matrix: tokenEmbedding.floatMatrix(), vector: false)]
+        var out = [(name: "token_embd.weight", matrix: tokenEmbedding, vector: false)]
         for (i, layer) in layers.enumerated() {
-            out += [("blk.\(i).attn_norm.weight", layer.attentionNorm, true),
-                    ("blk.\(i).attn_q.weight", layer.wq.floatMatrix(), false),
-                    ("blk.\(i).attn_k.weight", layer.wk.floatMatrix(), false),
-                    ("blk.\(i).attn_v.weight", layer.wv.floatMatrix(), false),
-                    ("blk.\(i).attn_output.weight", layer.wo.floatMatrix(), false),
-                    ("blk.\(i).ffn_norm.weight", layer.ffnNorm, true),
-                    ("blk.\(i).ffn_gate.weight", layer.gateUp.rows(0 ..< h).floatMatrix(), false),
-                    ("blk.\(i).ffn_up.weight", layer.gateUp.rows(h ..< 2 * h).floatMatrix(), false),
-                    ("blk.\(i).ffn_down.weight", layer.down.floatMatrix(), false)]
+            out += [("blk.\(i).attn_norm.weight", WeightMatrix(layer.attentionNorm), true),
+                    ("blk.\(i).attn_q.weight", layer.wq, false),
+                    ("blk.\(i).attn_k.weight", layer.wk, false),
+                    ("blk.\(i).attn_v.weight", layer.wv, false),
+                    ("blk.\(i).attn_output.weight", layer.wo, false),
+                    ("blk.\(i).ffn_norm.weight", WeightMatrix(layer.ffnNorm), true),
+                    ("blk.\(i).ffn_gate.weight", layer.gateUp.rows(0 ..< h), false),
+                    ("blk.\(i).ffn_up.weight", layer.gateUp.rows(h ..< 2 * h), false),
+                    ("blk.\(i).ffn_down.weight", layer.down, false)]
         }
-        out.append(("output_norm.weight", finalNorm, true))
-        if !config.sharedClassifier { out.append(("output.weight", classifier.floatMatrix(), false)) }
+        out.append(("output_norm.weight", WeightMatrix(finalNorm), true))
+        if !config.sharedClassifier { out.append(("output.weight", classifier, false)) }
         return out
     }
 
@@ -117,6 +120,8 @@ extension ModelWeights {
     ///   - tokenizer: written as a SentencePiece-style `llama` vocabulary (spaces as `▁`).
     ///   - tensorType: the matrices' encoding. Norms stay F32; with Q8_0, a matrix whose row
     ///     length is not a multiple of 32 is written as F16 (as llama.cpp's quantizer does).
+    ///     Halfs are rounded as ``converted(to:)`` rounds them, but a weight beyond their range is
+    ///     written as an infinity, not refused: call ``checkHalfRange()`` first to refuse it.
     public func ggufData(tokenizer: Tokenizer? = nil, tensorType: GGUFTensorType = .f32) -> Data {
         let c = config
         var writer = GGUFWriter()
@@ -135,7 +140,7 @@ extension ModelWeights {
         for (key, value) in tokenizer?.ggufMetadata() ?? [] { writer.set(key, value) }
         for t in ggufTensors() {
             let type: GGUFTensorType = t.vector ? .f32 : tensorType == .q8_0 && t.matrix.cols % 32 != 0 ? .f16 : tensorType
-            writer.add(t.name, t.matrix, type: type, vector: t.vector)
+            writer.add(t.name, t.matrix.floatMatrix(), type: type, vector: t.vector)
         }
         return writer.data()
     }

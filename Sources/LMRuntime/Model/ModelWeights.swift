@@ -214,15 +214,32 @@ public final class ModelWeights: Sendable {
     /// - Parameters:
     ///   - precision: the precision wanted.
     ///   - memoryLimit: the most bytes running the converted model may need (checked first).
-    /// - Throws: ``ModelLoadError`` when the copy does not fit or cannot be allocated.
+    /// - Throws: ``ModelLoadError/beyondHalfRange(tensor:count:largest:)`` when a weight would
+    ///   round to infinity as a half (``checkHalfRange()``), before anything is allocated; other
+    ///   ``ModelLoadError`` cases when the copy does not fit or cannot be allocated.
     public func converted(to precision: WeightPrecision, memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
         guard precision != self.precision else { return self }
+        if precision == .f16 { try checkHalfRange() }
         var target = config
         target.weightPrecision = precision
         let out = try ModelWeights(zeroedFor: target, memoryLimit: memoryLimit).laidOut(like: self)
         copyEach(into: out) { Kernels.convert($0, into: $1) }
         // Rounding to half can overflow to infinity: the kernels learn which matrices stayed finite.
         return out.mappingProjections(pairedWith: out) { m, _ in m.checkingFiniteHalfs() }
+    }
+
+    /// Checks that every weight matrix fits IEEE half precision: that no finite weight has a
+    /// magnitude of 65,520 or more, which would round to infinity (and make every logit it reaches
+    /// infinite or NaN). Infinities and NaNs already present are left to IEEE arithmetic, as in
+    /// float32. Half weights always pass. ``converted(to:)`` runs it before converting to `.f16`;
+    /// run it before writing halfs with ``ggufData(tokenizer:tensorType:)``, which does not refuse.
+    /// - Throws: ``ModelLoadError/beyondHalfRange(tensor:count:largest:)`` for the first tensor (in
+    ///   file order) that does not fit.
+    public func checkHalfRange() throws(ModelLoadError) {
+        for t in ggufTensors() where !t.vector {
+            let overflow = Kernels.halfOverflow(t.matrix)
+            if overflow.count > 0 { throw .beyondHalfRange(tensor: t.name, count: overflow.count, largest: overflow.largest) }
+        }
     }
 
     // RoPE angles computed in float32 exactly as llama2.c's run.c does, so
