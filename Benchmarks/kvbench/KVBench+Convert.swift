@@ -49,7 +49,7 @@ extension KVBench {
             let url = URL(fileURLWithPath: output)
             if writesGGUF {
                 let tensorType = Self.types[type ?? "f32"]!
-                if tensorType == .f16 { try weights.checkHalfRange() }   // refused before anything is written
+                try weights.checkRange(for: tensorType)   // refused before anything is written
                 let data = weights.ggufData(tokenizer: tokenizer, tensorType: tensorType)
                 try data.write(to: url, options: .atomic)
                 print("wrote \(output): GGUF v3, llama, \(weights.config.layerCount) layers, \(tokenizer.vocabSize) tokens, \(type ?? "f32"), \(data.count) bytes")

@@ -64,6 +64,12 @@ struct KVBenchTests {
         #expect(refused.status != 0 && refused.stderr.contains("blk.1.ffn_down.weight") && refused.stderr.contains("keep this model in f32"),
                 "\(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: half.path))
+        weights.layers[1].wq.floatMatrix()[0, 0] = 9e6   // beyond Q8_0's scales as well
+        try weights.ggufData(tokenizer: tokenizer).write(to: source)
+        let q8 = dir.appendingPathComponent("q8.gguf")
+        let refusedQ8 = try Self.run(["convert", "--gguf", source.path, "--output", q8.path, "--type", "q8_0"])
+        #expect(refusedQ8.status != 0 && refusedQ8.stderr.contains("Q8_0 block of blk.1.attn_q.weight"), "\(refusedQ8.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: q8.path))
         let plain = try Self.run(["convert", "--gguf", source.path, "--output", dir.appendingPathComponent("f32.gguf").path])
         #expect(plain.status == 0, "\(plain.stderr)")
     }

@@ -197,6 +197,45 @@ struct GGUFTests {
         #expect(oddFile.tensor(named: "blk.0.ffn_up.weight")?.type == .q8_0)
     }
 
+    /// Q8_0 stores each block's scale (its largest magnitude over 127) as a half, so a block
+    /// holding 8,321,040 (65,520 × 127) or more would read back infinite or NaN: the range check
+    /// refuses it, names the tensor, counts blocks, and passes the largest magnitude below the edge,
+    /// which writes and reads back finite. Rows written as F16 instead follow the half rule.
+    @Test func checkRange_refusesQ8_0BlocksWhoseScaleWouldBeInfinite() throws {
+        let config = Fixtures.tinyConfig(dim: 64)   // every row whole Q8_0 blocks
+        let edge: Float = 8_321_040
+        let below = Fixtures.tinyWeights(config)
+        HalfPrecisionTests.poison(below.layers[1].wk, row: 0, col: 33, -edge.nextDown)
+        try below.checkRange(for: .q8_0)
+        try below.checkRange(for: .f32)
+        #expect(throws: ModelLoadError.beyondHalfRange(tensor: "blk.1.attn_k.weight", count: 1, largest: edge.nextDown)) {
+            try below.checkRange(for: .f16)
+        }
+        let written = try ModelWeights.gguf(data: below.ggufData(tensorType: .q8_0))
+        #expect(written.layers[1].wk[0, 33] == -65504 * 127)   // the scale rounds down to the largest half
+
+        let beyond = Fixtures.tinyWeights(config)
+        HalfPrecisionTests.poison(beyond.layers[1].wk, row: 0, col: 33, -edge)   // a tie: the scale rounds to infinity
+        HalfPrecisionTests.poison(beyond.layers[1].wk, row: 2, col: 0, 9e6)
+        HalfPrecisionTests.poison(beyond.layers[1].wk, row: 2, col: 1, 1e7)   // the same block as 9e6
+        let expected = ModelLoadError.beyondQ8_0Range(tensor: "blk.1.attn_k.weight", blocks: 2, largest: 1e7)
+        #expect(throws: expected) { try beyond.checkRange(for: .q8_0) }
+        #expect(expected.description.contains("2 Q8_0 blocks of blk.1.attn_k.weight"), "\(expected)")
+        #expect(beyond.layers[1].wk[0, 33] == -edge && beyond.layers[1].wk[2, 0] == 9e6)   // untouched
+        // What the check prevents: written anyway, the block's weights come back infinite.
+        let unchecked = try ModelWeights.gguf(data: beyond.ggufData(tensorType: .q8_0))
+        #expect(!unchecked.layers[1].wk[0, 33].isFinite && !unchecked.layers[1].wk[0, 32].isFinite)
+
+        let odd = try ModelWeights.synthetic(
+            ModelConfig(name: "odd", dim: 32, hiddenDim: 40, layerCount: 1, headCount: 4, kvHeadCount: 2, vocabSize: 300,
+                        contextLength: 16), seed: 1)
+        HalfPrecisionTests.poison(odd.layers[0].down, row: 3, col: 5, 70000)   // rows of 40: written as F16
+        #expect(throws: ModelLoadError.beyondHalfRange(tensor: "blk.0.ffn_down.weight", count: 1, largest: 70000)) {
+            try odd.checkRange(for: .q8_0)
+        }
+        try Fixtures.tinyWeights(config).converted(to: .f16).checkRange(for: .q8_0)   // halfs always fit
+    }
+
     @Test func halfConversion_agreesWithFloat16() {
         #if !(os(macOS) && arch(x86_64))
         for bits in 0 ... UInt16.max {

@@ -19,4 +19,11 @@ public enum GGUFTensorType: UInt32, Sendable, CaseIterable {
         case .q8_0: 34
         }
     }
+
+    /// The encoding a matrix whose rows hold `rowLength` weights is written in when `self` is
+    /// asked for: `self`, except Q8_0 for rows that are not whole blocks, which are written as F16
+    /// (as llama.cpp's quantizer does).
+    package func encoding(forRowLength rowLength: Int) -> GGUFTensorType {
+        self == .q8_0 && rowLength % blockSize != 0 ? .f16 : self
+    }
 }

@@ -54,6 +54,30 @@ extension Kernels {
         return (count, largest)
     }
 
+    /// Q8_0's scale for one block of weights, before it is rounded to a half: the largest
+    /// magnitude over 127.
+    package static func q8_0Scale(_ block: Slice<UnsafeBufferPointer<Float>>) -> Float {
+        (block.map(abs).max() ?? 0) / 127
+    }
+
+    /// The Q8_0 blocks of `matrix` (whole blocks of 32 a row) whose finite scale would round to an
+    /// infinite half, i.e. whose largest magnitude is 65,520 × 127 = 8,321,040 or more: how many,
+    /// and the largest magnitude among them. Their 32 weights would all read back infinite or NaN.
+    package static func q8_0ScaleOverflow(_ matrix: Matrix) -> (count: Int, largest: Float) {
+        precondition(matrix.cols % 32 == 0, "Q8_0 rows are whole blocks")
+        var count = 0, largest: Float = 0
+        for r in 0 ..< matrix.rows {
+            let row = UnsafeBufferPointer(start: matrix.base + r * matrix.rowStride, count: matrix.cols)
+            for block in stride(from: 0, to: matrix.cols, by: 32) {
+                let values = row[block ..< block + 32], scale = q8_0Scale(values)
+                guard scale >= halfOverflowMagnitude, scale.isFinite else { continue }
+                count += 1
+                largest = max(largest, values.map(abs).max()!)
+            }
+        }
+        return (count, largest)
+    }
+
     /// Reads `matrix.rows × matrix.cols` little-endian halfs at `byteOffset` into `matrix`.
     package static func loadHalfs(from data: Data, byteOffset: Int, into matrix: Matrix) {
         precondition(byteOffset >= 0 && byteOffset + 2 * matrix.rows * matrix.cols <= data.count, "half range outside the data")
@@ -105,7 +129,7 @@ extension Kernels {
             let row = UnsafeBufferPointer(start: matrix.base + r * matrix.rowStride, count: matrix.cols)
             for block in stride(from: 0, to: matrix.cols, by: 32) {
                 let values = row[block ..< block + 32]
-                let scale = (values.map(abs).max() ?? 0) / 127
+                let scale = q8_0Scale(values)
                 let inverse: Float = scale == 0 ? 0 : 1 / scale
                 withUnsafeBytes(of: halfBits(scale).littleEndian) { data.append(contentsOf: $0) }
                 for v in values { data.append(UInt8(bitPattern: Int8(max(-127, min(127, (v * inverse).rounded()))))) }

@@ -177,9 +177,9 @@ public struct LowRankAdapter: Sendable {
             < ($1.layer, Projection.allCases.firstIndex(of: $1.projection)!) }
         for target in ordered {
             let stem = "blk.\(target.layer).\(target.projection.rawValue)"
-            let type: (Matrix) -> GGUFTensorType = { tensorType == .q8_0 && $0.cols % 32 != 0 ? .f16 : tensorType }
-            writer.add(stem + Self.tensorSuffixes.a, factors[target]!.a, type: type(factors[target]!.a))
-            writer.add(stem + Self.tensorSuffixes.b, factors[target]!.b, type: type(factors[target]!.b))
+            let a = factors[target]!.a, b = factors[target]!.b
+            writer.add(stem + Self.tensorSuffixes.a, a, type: tensorType.encoding(forRowLength: a.cols))
+            writer.add(stem + Self.tensorSuffixes.b, b, type: tensorType.encoding(forRowLength: b.cols))
         }
         return writer.data()
     }

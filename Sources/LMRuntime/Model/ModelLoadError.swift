@@ -27,6 +27,10 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
     /// Converting to half precision would turn weights of this tensor (llama.cpp's name) infinite:
     /// `count` finite weights of magnitude 65,520 or more, the largest `largest`. Nothing was converted.
     case beyondHalfRange(tensor: String, count: Int, largest: Float)
+    /// Writing this tensor (llama.cpp's name) as Q8_0 would give `blocks` blocks of 32 weights an
+    /// infinite half scale, turning all their weights infinite or NaN: each holds a finite weight
+    /// of magnitude 8,321,040 (65,520 × 127) or more, the largest `largest`. Nothing was written.
+    case beyondQ8_0Range(tensor: String, blocks: Int, largest: Float)
 
     /// A sentence naming the problem.
     public var description: String {
@@ -50,6 +54,9 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
         case let .beyondHalfRange(tensor, count, largest):
             "\(count) weight\(count == 1 ? "" : "s") of \(tensor) (the largest of magnitude \(largest)) "
                 + "would become infinite as IEEE halfs, whose range ends at ±65,504: keep this model in f32"
+        case let .beyondQ8_0Range(tensor, blocks, largest):
+            "\(blocks) Q8_0 block\(blocks == 1 ? "" : "s") of \(tensor) (the largest weight of magnitude \(largest)) "
+                + "would need a scale beyond the IEEE half range (weights below 8,321,040 fit): keep this model in f32"
         }
     }
 }

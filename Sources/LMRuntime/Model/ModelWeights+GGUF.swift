@@ -120,8 +120,9 @@ extension ModelWeights {
     ///   - tokenizer: written as a SentencePiece-style `llama` vocabulary (spaces as `▁`).
     ///   - tensorType: the matrices' encoding. Norms stay F32; with Q8_0, a matrix whose row
     ///     length is not a multiple of 32 is written as F16 (as llama.cpp's quantizer does).
-    ///     Halfs are rounded as ``converted(to:)`` rounds them, but a weight beyond their range is
-    ///     written as an infinity, not refused: call ``checkHalfRange()`` first to refuse it.
+    ///     Halfs are rounded as ``converted(to:)`` rounds them, but a weight (or a Q8_0 scale)
+    ///     beyond their range is written as an infinity, not refused: call
+    ///     ``checkRange(for:)`` first to refuse it.
     public func ggufData(tokenizer: Tokenizer? = nil, tensorType: GGUFTensorType = .f32) -> Data {
         let c = config
         var writer = GGUFWriter()
@@ -139,7 +140,7 @@ extension ModelWeights {
         writer.set("llama.rope.freq_base", .float32(c.ropeTheta))
         for (key, value) in tokenizer?.ggufMetadata() ?? [] { writer.set(key, value) }
         for t in ggufTensors() {
-            let type: GGUFTensorType = t.vector ? .f32 : tensorType == .q8_0 && t.matrix.cols % 32 != 0 ? .f16 : tensorType
+            let type = t.vector ? .f32 : tensorType.encoding(forRowLength: t.matrix.cols)
             writer.add(t.name, t.matrix.floatMatrix(), type: type, vector: t.vector)
         }
         return writer.data()

@@ -232,13 +232,34 @@ public final class ModelWeights: Sendable {
     /// magnitude of 65,520 or more, which would round to infinity (and make every logit it reaches
     /// infinite or NaN). Infinities and NaNs already present are left to IEEE arithmetic, as in
     /// float32. Half weights always pass. ``converted(to:)`` runs it before converting to `.f16`;
-    /// run it before writing halfs with ``ggufData(tokenizer:tensorType:)``, which does not refuse.
+    /// the same as ``checkRange(for:)`` with `.f16`.
     /// - Throws: ``ModelLoadError/beyondHalfRange(tensor:count:largest:)`` for the first tensor (in
     ///   file order) that does not fit.
     public func checkHalfRange() throws(ModelLoadError) {
+        try checkRange(for: .f16)
+    }
+
+    /// Checks that ``ggufData(tokenizer:tensorType:)`` with `tensorType` would write every weight
+    /// matrix finite, which it does not check itself: F32 always does; F16 needs every finite
+    /// weight below 65,520 in magnitude; Q8_0 needs each block's scale (its largest magnitude over
+    /// 127) to fit a half, i.e. magnitudes below 8,321,040, and the half rule for the matrices it
+    /// writes as F16 (rows that are not whole blocks). Weights already infinite or NaN are not
+    /// counted. Half weights always pass.
+    /// - Throws: for the first tensor (in file order) that does not fit,
+    ///   ``ModelLoadError/beyondHalfRange(tensor:count:largest:)`` when it is written as halfs, or
+    ///   ``ModelLoadError/beyondQ8_0Range(tensor:blocks:largest:)`` when as Q8_0 blocks.
+    public func checkRange(for tensorType: GGUFTensorType) throws(ModelLoadError) {
         for t in ggufTensors() where !t.vector {
-            let overflow = Kernels.halfOverflow(t.matrix)
-            if overflow.count > 0 { throw .beyondHalfRange(tensor: t.name, count: overflow.count, largest: overflow.largest) }
+            switch tensorType.encoding(forRowLength: t.matrix.cols) {
+            case .f32: continue
+            case .f16:
+                let overflow = Kernels.halfOverflow(t.matrix)
+                if overflow.count > 0 { throw .beyondHalfRange(tensor: t.name, count: overflow.count, largest: overflow.largest) }
+            case .q8_0:
+                guard t.matrix.precision == .f32 else { continue }
+                let overflow = Kernels.q8_0ScaleOverflow(t.matrix.floatMatrix())
+                if overflow.count > 0 { throw .beyondQ8_0Range(tensor: t.name, blocks: overflow.count, largest: overflow.largest) }
+            }
         }
     }
 
