@@ -58,6 +58,27 @@ struct LowRankAdapterTests {
         #expect(adapter.identity != edited.identity)
     }
 
+    /// An adapter's export is range-checked like a model's: a factor of whole 32-weight rows as
+    /// Q8_0 blocks, a narrower one (rows of `rank`) as halfs, each refused with its tensor's name.
+    @Test func checkRange_refusesFactorsTheEncodingCannotHold() throws {
+        let adapter = LowRankAdapter.random(for: Self.base, rank: 3, alpha: 6, projections: [.query], layers: 1 ..< 2, seed: 11)
+        let factors = try #require(adapter.factors[.init(layer: 1, projection: .query)])
+        try adapter.checkRange(for: .q8_0)
+        factors.a[1, 5] = 1e7
+        factors.b[2, 1] = 7e4
+        #expect(throws: ModelLoadError.beyondQ8_0Range(tensor: "blk.1.attn_q.weight.lora_a", blocks: 1, largest: 1e7)) {
+            try adapter.checkRange(for: .q8_0)
+        }
+        factors.a[1, 5] = 9e4   // fits a Q8_0 block, not a half
+        #expect(throws: ModelLoadError.beyondHalfRange(tensor: "blk.1.attn_q.weight.lora_b", count: 1, largest: 7e4)) {
+            try adapter.checkRange(for: .q8_0)
+        }
+        #expect(throws: ModelLoadError.beyondHalfRange(tensor: "blk.1.attn_q.weight.lora_a", count: 1, largest: 9e4)) {
+            try adapter.checkRange(for: .f16)
+        }
+        try adapter.checkRange(for: .f32)
+    }
+
     @Test(arguments: [GGUFTensorType.f32, .f16])
     func ggufData_roundTripsFactorsAndMetadata(type: GGUFTensorType) throws {
         let adapter = LowRankAdapter.random(for: Self.base, rank: 3, alpha: 6, projections: [.query, .down], layers: 1 ..< 2,

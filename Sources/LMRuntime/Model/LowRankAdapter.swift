@@ -163,7 +163,9 @@ public struct LowRankAdapter: Sendable {
         return adapter
     }
 
-    /// The adapter as a GGUF file, readable by ``init(contentsOf:)``; factors in `tensorType`.
+    /// The adapter as a GGUF file, readable by ``init(contentsOf:)``; factors in `tensorType`
+    /// (with Q8_0, a factor whose rows are not whole 32-weight blocks is written as F16). A factor
+    /// beyond the encoding's range is written infinite, not refused: ``checkRange(for:)`` first.
     public func ggufData(tensorType: GGUFTensorType = .f32) -> Data {
         var writer = GGUFWriter()
         writer.set("general.architecture", .string("llama"))
@@ -173,15 +175,31 @@ public struct LowRankAdapter: Sendable {
         writer.set("adapter.lora.alpha", .float32(alpha))
         writer.set("kvsession.adapter.base_fingerprint", .string(baseFingerprint.description))
         writer.set("kvsession.adapter.creator_defined_metadata", .string(creatorDefinedMetadata))
-        let ordered = factors.keys.sorted { ($0.layer, Projection.allCases.firstIndex(of: $0.projection)!)
-            < ($1.layer, Projection.allCases.firstIndex(of: $1.projection)!) }
-        for target in ordered {
-            let stem = "blk.\(target.layer).\(target.projection.rawValue)"
-            let a = factors[target]!.a, b = factors[target]!.b
-            writer.add(stem + Self.tensorSuffixes.a, a, type: tensorType.encoding(forRowLength: a.cols))
-            writer.add(stem + Self.tensorSuffixes.b, b, type: tensorType.encoding(forRowLength: b.cols))
+        for (name, matrix) in namedFactors {
+            writer.add(name, matrix, type: tensorType.encoding(forRowLength: matrix.cols))
         }
         return writer.data()
+    }
+
+    /// Checks that ``ggufData(tensorType:)`` with `tensorType` would write every factor finite,
+    /// by the rules of ``ModelWeights/checkRange(for:)``.
+    /// - Throws: ``ModelLoadError/beyondHalfRange(tensor:count:largest:)`` or
+    ///   ``ModelLoadError/beyondQ8_0Range(tensor:blocks:largest:)`` for the first factor (in file
+    ///   order) that does not fit.
+    public func checkRange(for tensorType: GGUFTensorType) throws(ModelLoadError) {
+        for (name, matrix) in namedFactors {
+            if let error = ModelLoadError.encodingOverflow(tensor: name, WeightMatrix(matrix), as: tensorType) { throw error }
+        }
+    }
+
+    /// Every factor with its GGUF tensor name, in file order: by layer, then projection, A before B.
+    private var namedFactors: [(name: String, matrix: Matrix)] {
+        let ordered = factors.keys.sorted { ($0.layer, Projection.allCases.firstIndex(of: $0.projection)!)
+            < ($1.layer, Projection.allCases.firstIndex(of: $1.projection)!) }
+        return ordered.flatMap { target in
+            let stem = "blk.\(target.layer).\(target.projection.rawValue)"
+            return [(stem + Self.tensorSuffixes.a, factors[target]!.a), (stem + Self.tensorSuffixes.b, factors[target]!.b)]
+        }
     }
 
     /// The rank and the factors of every `blk.N.<projection>.weight.lora_a|b` pair in `file`.

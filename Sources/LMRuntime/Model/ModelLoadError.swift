@@ -62,6 +62,21 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
 }
 
 extension ModelLoadError {
+    /// Why `matrix`, the tensor `tensor`, would not be written finite in the GGUF encoding
+    /// `requested` (as it applies to its rows), or nil when it would.
+    static func encodingOverflow(tensor: String, _ matrix: WeightMatrix, as requested: GGUFTensorType) -> ModelLoadError? {
+        switch requested.encoding(forRowLength: matrix.cols) {
+        case .f32: return nil
+        case .f16:
+            let overflow = Kernels.halfOverflow(matrix)
+            return overflow.count > 0 ? .beyondHalfRange(tensor: tensor, count: overflow.count, largest: overflow.largest) : nil
+        case .q8_0:
+            guard matrix.precision == .f32 else { return nil }   // a half's block scale is at most 65,504 / 127
+            let overflow = Kernels.q8_0ScaleOverflow(matrix.floatMatrix())
+            return overflow.count > 0 ? .beyondQ8_0Range(tensor: tensor, blocks: overflow.count, largest: overflow.largest) : nil
+        }
+    }
+
     /// The bytes of the file at `url`, memory-mapped.
     /// - Throws: ``unreadable(path:reason:)`` when it cannot be read.
     static func mappedContents(of url: URL) throws(ModelLoadError) -> Data {

@@ -95,7 +95,7 @@ extension ModelWeights {
     /// gains (`vector`) and the matrices, Q, K, V and gate, up as row ranges of their fused ones.
     /// Nothing is copied, so a caller that wants float32 rows of packed or half matrices takes them
     /// one at a time (``WeightMatrix/floatMatrix()``).
-    func ggufTensors() -> [(name: String, matrix: WeightMatrix, vector: Bool)] {
+    package func ggufTensors() -> [(name: String, matrix: WeightMatrix, vector: Bool)] {
         let h = config.hiddenDim
         var out = [(name: "token_embd.weight", matrix: tokenEmbedding, vector: false)]
         for (i, layer) in layers.enumerated() {

@@ -244,22 +244,14 @@ public final class ModelWeights: Sendable {
     /// weight below 65,520 in magnitude; Q8_0 needs each block's scale (its largest magnitude over
     /// 127) to fit a half, i.e. magnitudes below 8,321,040, and the half rule for the matrices it
     /// writes as F16 (rows that are not whole blocks). Weights already infinite or NaN are not
-    /// counted. Half weights always pass.
+    /// counted, though in Q8_0 one makes its whole block read back infinite or NaN (as in GGML,
+    /// the scale is the block's largest magnitude). Half weights always pass.
     /// - Throws: for the first tensor (in file order) that does not fit,
     ///   ``ModelLoadError/beyondHalfRange(tensor:count:largest:)`` when it is written as halfs, or
     ///   ``ModelLoadError/beyondQ8_0Range(tensor:blocks:largest:)`` when as Q8_0 blocks.
     public func checkRange(for tensorType: GGUFTensorType) throws(ModelLoadError) {
         for t in ggufTensors() where !t.vector {
-            switch tensorType.encoding(forRowLength: t.matrix.cols) {
-            case .f32: continue
-            case .f16:
-                let overflow = Kernels.halfOverflow(t.matrix)
-                if overflow.count > 0 { throw .beyondHalfRange(tensor: t.name, count: overflow.count, largest: overflow.largest) }
-            case .q8_0:
-                guard t.matrix.precision == .f32 else { continue }
-                let overflow = Kernels.q8_0ScaleOverflow(t.matrix.floatMatrix())
-                if overflow.count > 0 { throw .beyondQ8_0Range(tensor: t.name, blocks: overflow.count, largest: overflow.largest) }
-            }
+            if let error = ModelLoadError.encodingOverflow(tensor: t.name, t.matrix, as: tensorType) { throw error }
         }
     }
 
