@@ -226,6 +226,16 @@ struct GGUFTests {
         let unchecked = try ModelWeights.gguf(data: beyond.ggufData(tensorType: .q8_0))
         #expect(!unchecked.layers[1].wk[0, 33].isFinite && !unchecked.layers[1].wk[0, 32].isFinite)
 
+        // An infinity or NaN in a block (first, where it would lead a running maximum) does not
+        // hide a finite weight beyond the range beside it.
+        let poisoned = Fixtures.tinyWeights(config)
+        HalfPrecisionTests.poison(poisoned.layers[0].wv, row: 3, col: 32, .nan)
+        HalfPrecisionTests.poison(poisoned.layers[0].wv, row: 3, col: 40, 2e7)
+        HalfPrecisionTests.poison(poisoned.layers[0].wv, row: 4, col: 0, .infinity)
+        #expect(throws: ModelLoadError.beyondQ8_0Range(tensor: "blk.0.attn_v.weight", blocks: 1, largest: 2e7)) {
+            try poisoned.checkRange(for: .q8_0)
+        }
+
         let odd = try ModelWeights.synthetic(
             ModelConfig(name: "odd", dim: 32, hiddenDim: 40, layerCount: 1, headCount: 4, kvHeadCount: 2, vocabSize: 300,
                         contextLength: 16), seed: 1)

@@ -54,25 +54,21 @@ extension Kernels {
         return (count, largest)
     }
 
-    /// Q8_0's scale for one block of weights, before it is rounded to a half: the largest
-    /// magnitude over 127.
-    package static func q8_0Scale(_ block: Slice<UnsafeBufferPointer<Float>>) -> Float {
-        (block.map(abs).max() ?? 0) / 127
-    }
-
-    /// The Q8_0 blocks of `matrix` (whole blocks of 32 a row) whose finite scale would round to an
-    /// infinite half, i.e. whose largest magnitude is 65,520 × 127 = 8,321,040 or more: how many,
-    /// and the largest magnitude among them. Their 32 weights would all read back infinite or NaN.
+    /// The Q8_0 blocks of `matrix` (whole blocks of 32 a row) whose largest finite magnitude is
+    /// 8,321,040 (65,520 × 127) or more, so that the scale ``appendQ8_0(_:to:)`` writes for them
+    /// (that magnitude over 127, rounded to a half) is infinite and all 32 weights read back
+    /// infinite or NaN: how many, and the largest of those magnitudes. Infinities and NaNs are
+    /// passed over, wherever in the block they are.
     package static func q8_0ScaleOverflow(_ matrix: Matrix) -> (count: Int, largest: Float) {
         precondition(matrix.cols % 32 == 0, "Q8_0 rows are whole blocks")
         var count = 0, largest: Float = 0
         for r in 0 ..< matrix.rows {
             let row = UnsafeBufferPointer(start: matrix.base + r * matrix.rowStride, count: matrix.cols)
             for block in stride(from: 0, to: matrix.cols, by: 32) {
-                let values = row[block ..< block + 32], scale = q8_0Scale(values)
-                guard scale >= halfOverflowMagnitude, scale.isFinite else { continue }
+                let magnitude = row[block ..< block + 32].reduce(Float(0)) { $1.isFinite ? max($0, $1.magnitude) : $0 }
+                guard magnitude / 127 >= halfOverflowMagnitude else { continue }
                 count += 1
-                largest = max(largest, values.map(abs).max()!)
+                largest = max(largest, magnitude)
             }
         }
         return (count, largest)
@@ -129,7 +125,7 @@ extension Kernels {
             let row = UnsafeBufferPointer(start: matrix.base + r * matrix.rowStride, count: matrix.cols)
             for block in stride(from: 0, to: matrix.cols, by: 32) {
                 let values = row[block ..< block + 32]
-                let scale = q8_0Scale(values)
+                let scale = (values.map(abs).max() ?? 0) / 127
                 let inverse: Float = scale == 0 ? 0 : 1 / scale
                 withUnsafeBytes(of: halfBits(scale).littleEndian) { data.append(contentsOf: $0) }
                 for v in values { data.append(UInt8(bitPattern: Int8(max(-127, min(127, (v * inverse).rounded()))))) }
