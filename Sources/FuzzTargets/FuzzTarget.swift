@@ -9,7 +9,8 @@ import ResponseCache
 /// crash, hang or allocate without bound. `kvfuzz` feeds them libFuzzer's inputs, and the test
 /// suite replays the committed corpora and every saved crash through the same entry points.
 public enum FuzzTarget: String, CaseIterable, Sendable {
-    /// A llama2.c checkpoint file (header, then tensors).
+    /// A llama2.c checkpoint file (header, then tensors); a loadable one converts to GGUF exactly,
+    /// and its f16 and Q8_0 exports keep the range check's promise.
     case checkpoint
     /// A llama2.c `tokenizer.bin`; a loaded one encodes texts (which must give llama2.c's tokens) and decodes them.
     case tokenizer
@@ -24,7 +25,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case invalidationJournal = "invalidation-journal"
     /// A prefix-store file, restored by a store on its directory.
     case prefixStoreFile = "prefix-store-file"
-    /// A GGUF model file: header, metadata, tensor directory, vocabulary; a loadable model runs a step.
+    /// A GGUF model file: header, metadata, tensor directory, vocabulary; a loadable model runs a
+    /// step, and its f16 and Q8_0 exports keep the range check's promise.
     case gguf
     /// `GeneratedContent` JSON, complete and as a stream's partial text; serialising is checked to be stable.
     case generatedContent = "generated-content"
@@ -79,13 +81,17 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             return (try? model.forward([0], cache: model.makeCache()))?.toArray().map(\.bitPattern)
         }
         precondition(logits(weights) == logits(converted!), "a checkpoint computes other logits after conversion to GGUF")
-        // Exported as halfs or Q8_0 blocks anyway: when the range check passes, every finite
-        // weight reads back finite (for Q8_0, in blocks holding no infinity or NaN, which poisons
-        // its block); when it refuses, some finite weight reads back infinite or NaN.
+        checkExports(weights)
+    }
+
+    /// Exported as halfs or Q8_0 blocks anyway, whatever the range check says: when it passes,
+    /// every finite weight reads back finite (for Q8_0, in blocks holding no infinity or NaN,
+    /// which poisons its block); when it refuses, some finite weight reads back infinite or NaN.
+    static func checkExports(_ weights: ModelWeights) {
         for type in [GGUFTensorType.f16, .q8_0] {
             let fits = (try? weights.checkRange(for: type)) != nil
             let written = try? ModelWeights.gguf(data: weights.ggufData(tensorType: type), memoryLimit: memoryLimit)
-            precondition(written != nil, "a loaded checkpoint does not read back from its \(type) GGUF")
+            precondition(written != nil, "a loaded model does not read back from its \(type) GGUF")
             if fits {
                 precondition(!losesFiniteWeights(weights, written!, as: type, inFiniteBlocksOnly: true),
                              "\(type) export turned finite weights infinite after the range check passed")
@@ -285,6 +291,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let tokens = tokenizer?.encode("Fuzz") ?? [0]
         guard tokens.allSatisfy({ $0 < weights.config.vocabSize }) else { return }
         _ = try? model.forward(Array(tokens.prefix(weights.config.contextLength)), cache: model.makeCache())
+        checkExports(weights)
     }
 
     static func loraAdapter(_ data: Data) {
