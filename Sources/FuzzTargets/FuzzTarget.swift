@@ -32,8 +32,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case generatedContent = "generated-content"
     /// A generation schema as JSON Schema: decoded, re-encoded, and used to guide a response on `tiny`.
     case generationSchema = "generation-schema"
-    /// A LoRA adapter (GGUF); one made for `tiny` is merged into its weights, checked against the
-    /// merge's definition, and run a step.
+    /// A LoRA adapter (GGUF): its f16 and Q8_0 exports keep the range check's promise; one made
+    /// for `tiny` is merged into its weights, checked against the merge's definition, and run a step.
     case loraAdapter = "lora-adapter"
     /// Not a file: a program of prefix-store operations (publish, restore, pin, unpin, clear) on
     /// prefixes that share starts, in a store small enough to evict and refuse. After every
@@ -89,31 +89,48 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// which poisons its block); when it refuses, some finite weight reads back infinite or NaN.
     static func checkExports(_ weights: ModelWeights) {
         for type in [GGUFTensorType.f16, .q8_0] {
-            let fits = (try? weights.checkRange(for: type)) != nil
             let written = try? ModelWeights.gguf(data: weights.ggufData(tensorType: type), memoryLimit: memoryLimit)
             precondition(written != nil, "a loaded model does not read back from its \(type) GGUF")
-            if fits {
-                precondition(!losesFiniteWeights(weights, written!, as: type, inFiniteBlocksOnly: true),
-                             "\(type) export turned finite weights infinite after the range check passed")
-            } else {
-                precondition(losesFiniteWeights(weights, written!, as: type, inFiniteBlocksOnly: false),
-                             "the range check refused weights that \(type) holds")
-            }
+            let pairs = zip(weights.ggufTensors(), written!.ggufTensors()).filter { !$0.0.vector }
+                .map { ($0.0.matrix.floatMatrix(), $0.1.matrix.floatMatrix()) }
+            checkExport(as: type, fits: (try? weights.checkRange(for: type)) != nil, pairs)
         }
     }
 
-    /// Whether a finite weight of `original` (when `inFiniteBlocksOnly`, only one whose block of
-    /// the encoding holds no infinity or NaN) is infinite or NaN in `written`, the same model
-    /// exported as `type` and read back.
-    static func losesFiniteWeights(_ original: ModelWeights, _ written: ModelWeights, as type: GGUFTensorType,
-                                   inFiniteBlocksOnly: Bool) -> Bool {
-        for (a, b) in zip(original.ggufTensors(), written.ggufTensors()) where !a.vector {
-            let block = type.encoding(forRowLength: a.matrix.cols).blockSize
-            for r in 0 ..< a.matrix.rows {
-                for start in stride(from: 0, to: a.matrix.cols, by: block) {
+    /// ``checkExports(_:)`` for an adapter's factors.
+    static func checkExports(_ adapter: LowRankAdapter) {
+        for type in [GGUFTensorType.f16, .q8_0] {
+            let written = try? LowRankAdapter(ggufData: adapter.ggufData(tensorType: type))
+            precondition(written != nil, "an adapter does not read back from its \(type) GGUF")
+            let pairs = adapter.factors.flatMap { target, f in
+                [(f.a, written!.factors[target]!.a), (f.b, written!.factors[target]!.b)]
+            }
+            checkExport(as: type, fits: (try? adapter.checkRange(for: type)) != nil, pairs)
+        }
+    }
+
+    /// The range check's promise for one export: `pairs` are each matrix as it was and as it
+    /// read back from `type`, and `fits` is what the check said.
+    static func checkExport(as type: GGUFTensorType, fits: Bool, _ pairs: [(Matrix, Matrix)]) {
+        if fits {
+            precondition(!losesFiniteWeights(pairs, as: type, inFiniteBlocksOnly: true),
+                         "\(type) export turned finite weights infinite after the range check passed")
+        } else {
+            precondition(losesFiniteWeights(pairs, as: type, inFiniteBlocksOnly: false),
+                         "the range check refused weights that \(type) holds")
+        }
+    }
+
+    /// Whether a finite weight of a matrix as it was (when `inFiniteBlocksOnly`, only one whose
+    /// block of the encoding holds no infinity or NaN) is infinite or NaN as it read back.
+    static func losesFiniteWeights(_ pairs: [(Matrix, Matrix)], as type: GGUFTensorType, inFiniteBlocksOnly: Bool) -> Bool {
+        for (a, b) in pairs {
+            let block = type.encoding(forRowLength: a.cols).blockSize
+            for r in 0 ..< a.rows {
+                for start in stride(from: 0, to: a.cols, by: block) {
                     let columns = start ..< start + block
-                    if inFiniteBlocksOnly, !columns.allSatisfy({ a.matrix[r, $0].isFinite }) { continue }
-                    if columns.contains(where: { a.matrix[r, $0].isFinite && !b.matrix[r, $0].isFinite }) { return true }
+                    if inFiniteBlocksOnly, !columns.allSatisfy({ a[r, $0].isFinite }) { continue }
+                    if columns.contains(where: { a[r, $0].isFinite && !b[r, $0].isFinite }) { return true }
                 }
             }
         }
@@ -295,8 +312,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     }
 
     static func loraAdapter(_ data: Data) {
-        guard let adapter = try? LowRankAdapter(ggufData: data, path: "fuzz.gguf"),
-              let weights = try? tiny.loaded().weights,
+        guard let adapter = try? LowRankAdapter(ggufData: data, path: "fuzz.gguf") else { return }
+        if adapter.factors.values.reduce(0, { $0 + $1.a.rows * $1.a.cols + $1.b.rows * $1.b.cols }) <= 1 << 16 { checkExports(adapter) }
+        guard let weights = try? tiny.loaded().weights,
               let merged = try? weights.merging(adapter, memoryLimit: memoryLimit) else { return }
         // The merge is its definition: W + (alpha / rank) · B · A on every adapted projection
         // (computed here in double, elementwise), every other projection untouched, bit for bit.
