@@ -246,6 +246,18 @@ struct GGUFTests {
         try Fixtures.tinyWeights(config).converted(to: .f16).checkRange(for: .q8_0)   // halfs always fit
     }
 
+    /// A Q8_0 block holding a NaN or an infinity reads back all NaN, wherever in the block it sits
+    /// (a NaN after the block's head once came back as a finite 127 · d); other blocks are untouched.
+    @Test func ggufData_q8_0BlockWithANonFiniteWeightReadsBackNaN() throws {
+        let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(dim: 64))
+        HalfPrecisionTests.poison(weights.layers[0].wq, row: 2, col: 5, .nan)
+        HalfPrecisionTests.poison(weights.layers[0].wq, row: 2, col: 63, -.infinity)
+        let back = try ModelWeights.gguf(data: weights.ggufData(tensorType: .q8_0))
+        let read = back.layers[0].wq
+        #expect((0 ..< 64).allSatisfy { read[2, $0].isNaN })
+        #expect((0 ..< 64).allSatisfy { read[1, $0].isFinite && read[3, $0].isFinite })
+    }
+
     @Test func halfConversion_agreesWithFloat16() {
         #if !(os(macOS) && arch(x86_64))
         for bits in 0 ... UInt16.max {

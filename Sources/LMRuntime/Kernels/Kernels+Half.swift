@@ -118,16 +118,20 @@ extension Kernels {
     }
 
     /// Appends `matrix` as GGML Q8_0 blocks: per 32 weights, `d = max|x| / 127` as a half and
-    /// `q = round(x / d)`. The column count must be a multiple of 32.
+    /// `q = round(x / d)`. The column count must be a multiple of 32. A block holding an infinity
+    /// or NaN is written with that scale (NaN when there is a NaN) and every `q` zero, so all its
+    /// weights read back NaN, whatever order they are in.
     package static func appendQ8_0(_ matrix: Matrix, to data: inout Data) {
         precondition(matrix.cols % 32 == 0, "Q8_0 rows are whole blocks")
         for r in 0 ..< matrix.rows {
             let row = UnsafeBufferPointer(start: matrix.base + r * matrix.rowStride, count: matrix.cols)
             for block in stride(from: 0, to: matrix.cols, by: 32) {
                 let values = row[block ..< block + 32]
-                let scale = (values.map(abs).max() ?? 0) / 127
-                let inverse: Float = scale == 0 ? 0 : 1 / scale
+                let largest = values.contains(where: \.isNaN) ? .nan : values.reduce(Float(0)) { max($0, $1.magnitude) }
+                let scale = largest / 127
                 withUnsafeBytes(of: halfBits(scale).littleEndian) { data.append(contentsOf: $0) }
+                guard largest.isFinite else { data.append(contentsOf: repeatElement(0, count: 32)); continue }
+                let inverse: Float = scale == 0 ? 0 : 1 / scale
                 for v in values { data.append(UInt8(bitPattern: Int8(max(-127, min(127, (v * inverse).rounded()))))) }
             }
         }

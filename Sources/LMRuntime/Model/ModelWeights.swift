@@ -244,8 +244,8 @@ public final class ModelWeights: Sendable {
     /// weight below 65,520 in magnitude; Q8_0 needs each block's scale (its largest magnitude over
     /// 127) to fit a half, i.e. magnitudes below 8,321,040, and the half rule for the matrices it
     /// writes as F16 (rows that are not whole blocks). Weights already infinite or NaN are not
-    /// counted, though in Q8_0 one makes its whole block read back infinite or NaN (as in GGML,
-    /// the scale is the block's largest magnitude). Half weights always pass.
+    /// counted, though in Q8_0 one makes its whole block read back NaN (the scale is the block's
+    /// largest magnitude). Half weights always pass.
     /// - Throws: for the first tensor (in file order) that does not fit,
     ///   ``ModelLoadError/beyondHalfRange(tensor:count:largest:)`` when it is written as halfs, or
     ///   ``ModelLoadError/beyondQ8_0Range(tensor:blocks:largest:)`` when as Q8_0 blocks.
