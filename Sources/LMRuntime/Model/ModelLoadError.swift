@@ -24,8 +24,9 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
     case gguf(path: String, GGUFError)
     /// A ``LowRankAdapter`` was made for other base weights than the ones it is merged into.
     case incompatibleAdapter(name: String, baseFingerprint: String, modelFingerprint: String)
-    /// Converting to half precision would turn weights of this tensor (llama.cpp's name) infinite:
-    /// `count` finite weights of magnitude 65,520 or more, the largest `largest`. Nothing was converted.
+    /// Converting to half precision, or writing halfs, would turn weights of this tensor
+    /// (llama.cpp's name) infinite: `count` finite weights of magnitude 65,520 or more, the largest
+    /// `largest`. Nothing was converted or written.
     case beyondHalfRange(tensor: String, count: Int, largest: Float)
     /// Writing this tensor (llama.cpp's name) as Q8_0 would give `blocks` blocks of 32 weights an
     /// infinite half scale, turning all their weights infinite or NaN: each holds a finite weight
