@@ -111,15 +111,14 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         }
     }
 
-    /// The range check's promise for one export: `pairs` are each matrix as it was and as it
-    /// read back from `type`, and `fits` is what the check said.
-    /// And no infinity or NaN ever reads back finite.
+    /// The range check's promise for one export, and that no infinity or NaN ever reads back
+    /// finite: `pairs` are each matrix as it was and as it read back from `type`, and `fits` is
+    /// what the check said.
     static func checkExport(as type: GGUFTensorType, fits: Bool, _ pairs: [(Matrix, Matrix)]) {
-        for (a, b) in pairs {
-            for r in 0 ..< a.rows where (0 ..< a.cols).contains(where: { !a[r, $0].isFinite && b[r, $0].isFinite }) {
-                preconditionFailure("a \(type) export turned an infinity or NaN finite")
-            }
+        let revived = pairs.contains { a, b in
+            (0 ..< a.rows).contains { r in (0 ..< a.cols).contains { !a[r, $0].isFinite && b[r, $0].isFinite } }
         }
+        precondition(!revived, "a \(type) export turned an infinity or NaN finite")
         if fits {
             precondition(!losesFiniteWeights(pairs, as: type, inFiniteBlocksOnly: true),
                          "\(type) export turned finite weights infinite after the range check passed")
