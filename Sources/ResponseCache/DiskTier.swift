@@ -83,7 +83,7 @@ final class DiskTier<Value: Codable & Sendable> {
     /// is read again. The status-change time also tells a file apart from an earlier one whose
     /// inode number it got back.
     private struct KnownHeader {
-        var file: FileStatus
+        var file: FileVersion
         var key: CacheKey
         var created: Date
     }
@@ -93,20 +93,6 @@ final class DiskTier<Value: Codable & Sendable> {
     private var headers: [String: KnownHeader] = [:]
     /// How many files' headers the tier holds (tests check that none outlives its file).
     var knownHeaderCount: Int { headers.count }
-
-    /// What identifies one version of a file.
-    struct FileStatus: Equatable {
-        var inode: UInt64
-        var bytes: Int
-        /// Status-change time (ns): moves on every write, rename and time-stamp change.
-        var changed: Int
-
-        init(_ status: stat) {
-            inode = UInt64(status.st_ino)
-            bytes = Int(status.st_size)
-            changed = DiskTier.nanoseconds(DiskTier.statusChangeTime(status))
-        }
-    }
 
     /// Opens (creating, mode 0700) `directory`; removes temp files whose writer is gone (killed
     /// mid-write), never one another process is writing.
@@ -129,9 +115,9 @@ final class DiskTier<Value: Codable & Sendable> {
     private func file(_ digest: String) -> URL { directory.appendingPathComponent(digest + Self.suffix) }
     private func name(_ digest: String) -> String { digest + Self.suffix }
 
-    /// Reads an entry, the inode of the file it came from and its size; a truncated or garbled
-    /// file is removed and reported.
-    func read(_ digest: String) -> Result<(envelope: Envelope<Value>, inode: UInt64, bytes: Int)?, DiskTierError> {
+    /// Reads an entry, the version of the file it came from (after marking it as used) and its
+    /// size; a truncated or garbled file is removed and reported.
+    func read(_ digest: String) -> Result<(envelope: Envelope<Value>, version: FileVersion, bytes: Int)?, DiskTierError> {
         let url = file(digest)
         guard let handle = FileHandle(forReadingAtPath: url.path) else { return .success(nil) }
         defer { try? handle.close() }
@@ -145,29 +131,44 @@ final class DiskTier<Value: Codable & Sendable> {
         }
         // LRU: the file read is touched on use (not whatever the name may stand for by now).
         if futimens(handle.fileDescriptor, nil) == 0 { _ = fstat(handle.fileDescriptor, &status) }
-        headers[url.lastPathComponent] = KnownHeader(file: FileStatus(status), key: envelope.key, created: envelope.created)
-        return .success((envelope, UInt64(status.st_ino), data.count))
+        headers[url.lastPathComponent] = KnownHeader(file: FileVersion(status), key: envelope.key, created: envelope.created)
+        return .success((envelope, FileVersion(status), data.count))
     }
 
-    /// The inode of `digest`'s file (`nil`: there is none). A file another process wrote since
-    /// (replaced by rename) has another; one it invalidated or evicted is gone.
-    func inode(_ digest: String) -> UInt64? { status(digest)?.inode }
+    /// Whether `digest`'s file still holds the entry this tier wrote or read as `version`, created
+    /// at `created`; if so, the file's version now (`nil`: the file is gone, or holds another
+    /// entry). The same version holds it. A file with the same inode but another version (another
+    /// process marked it as used, or the inode number came back on a new file after an eviction
+    /// or expiry) holds it when its header carries the same key and creation time, read once per
+    /// version. A file another process wrote since by rename has another inode and does not.
+    func holds(_ digest: String, created: Date, asOf version: FileVersion) -> FileVersion? {
+        guard let now = status(digest), now.inode == version.inode else { return nil }
+        if now == version { return now }
+        guard let header = header(of: (name(digest), now, 0)), header.key.digest == digest, header.created == created else { return nil }
+        return now
+    }
 
     /// Marks `digest`'s file as used now, for the least-recently-used eviction.
-    func touch(_ digest: String) {
-        let known = headers[name(digest)], before = known.flatMap { _ in status(digest) }
-        guard utimes(file(digest).path, nil) == 0, var known, before == known.file, let now = status(digest),
-              now.inode == known.file.inode else { return }
-        known.file = now   // the file it knew, touched (a rename in between would show another inode)
-        headers[name(digest)] = known
+    /// - Returns: the file's version after it, when the file touched was the version `expected`
+    ///   (`nil`: another one, or none, or no version was expected).
+    @discardableResult
+    func touch(_ digest: String, expected: FileVersion? = nil) -> FileVersion? {
+        guard let before = status(digest), utimes(file(digest).path, nil) == 0, let now = status(digest),
+              now.inode == before.inode else { return nil }   // a rename in between shows another inode
+        if var known = headers[name(digest)], known.file == before {
+            known.file = now   // the file it knew, touched
+            headers[name(digest)] = known
+        }
+        return before == expected ? now : nil
     }
 
     /// Writes an entry atomically (``AtomicFile/write(_:to:stem:marker:durable:)``); when the
     /// byte count then passes the limit, evicts the least recently used files of the directory
     /// down to ``lowWater``. An entry larger than the limit is not written (and an older file for
     /// its key is removed): it counts as evicted at once, and the other entries stay.
-    /// - Returns: how many files were evicted, and the new file's inode (`nil` when it was not kept).
-    func write(_ entry: Envelope<Value>.Encoded) throws -> (evicted: Int, inode: UInt64?) {
+    /// - Returns: how many files were evicted, and the new file's version (`nil` when it was not
+    ///   kept, or another process replaced it at once).
+    func write(_ entry: Envelope<Value>.Encoded) throws -> (evicted: Int, version: FileVersion?) {
         let (data, digest) = (entry.data, entry.digest)
         guard data.count <= byteLimit else {
             remove(digest)
@@ -188,7 +189,7 @@ final class DiskTier<Value: Codable & Sendable> {
             $0.inode == written.inode ? KnownHeader(file: $0, key: entry.key, created: entry.created) : nil
         }
         let evicted = lastChange == nil || tally > byteLimit ? evictOverLimit() : 0
-        return (evicted, headers[name(digest)] != nil ? written.inode : nil)
+        return (evicted, headers[name(digest)]?.file)
     }
 
     /// Removes `digest`'s file, if there is one.
@@ -240,7 +241,7 @@ final class DiskTier<Value: Codable & Sendable> {
     }
 
     /// An entry file as listed: its name, which version of it, and its last use (modification time, ns).
-    private typealias Listed = (name: String, file: FileStatus, used: Int)
+    private typealias Listed = (name: String, file: FileVersion, used: Int)
 
     /// The directory's entry files, one `fstatat` each; sets the byte count from them.
     private func list() -> [Listed] {
@@ -253,7 +254,7 @@ final class DiskTier<Value: Codable & Sendable> {
             for name in (try? fm.contentsOfDirectory(atPath: directory.path)) ?? [] where name.hasSuffix(Self.suffix) {
                 var status = stat()
                 guard fstatat(descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0, status.st_mode & S_IFMT == S_IFREG else { continue }
-                listed.append((name, FileStatus(status), Self.nanoseconds(Self.modificationTime(status))))
+                listed.append((name, FileVersion(status), FileVersion.nanoseconds(Self.modificationTime(status))))
             }
         }
         tally = listed.reduce(0) { $0 + $1.file.bytes }
@@ -285,9 +286,9 @@ final class DiskTier<Value: Codable & Sendable> {
     private func size(of digest: String) -> Int? { status(digest)?.bytes }
 
     /// Which version of `digest`'s file is there (`nil`: none).
-    private func status(_ digest: String) -> FileStatus? {
+    private func status(_ digest: String) -> FileVersion? {
         var status = stat()
-        return stat(file(digest).path, &status) == 0 ? FileStatus(status) : nil
+        return stat(file(digest).path, &status) == 0 ? FileVersion(status) : nil
     }
 
     /// Whether the directory is as this tier last saw it.
@@ -296,7 +297,7 @@ final class DiskTier<Value: Codable & Sendable> {
     /// The directory's modification time in nanoseconds (`nil`: it cannot be read).
     private func modified() -> Int? {
         var status = stat()
-        return stat(directory.path, &status) == 0 ? Self.nanoseconds(Self.modificationTime(status)) : nil
+        return stat(directory.path, &status) == 0 ? FileVersion.nanoseconds(Self.modificationTime(status)) : nil
     }
 
     private static func modificationTime(_ status: stat) -> timespec {
@@ -307,13 +308,4 @@ final class DiskTier<Value: Codable & Sendable> {
         #endif
     }
 
-    private static func statusChangeTime(_ status: stat) -> timespec {
-        #if canImport(Darwin)
-        status.st_ctimespec
-        #else
-        status.st_ctim
-        #endif
-    }
-
-    private static func nanoseconds(_ time: timespec) -> Int { Int(time.tv_sec) * 1_000_000_000 + Int(time.tv_nsec) }
 }

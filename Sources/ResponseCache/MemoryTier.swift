@@ -7,9 +7,9 @@ struct MemoryTier<Value: Sendable> {
         var value: Value
         var created: Date
         var bytes: Int
-        /// The inode of the disk tier's file this value is also in, and when this process last
+        /// The version of the disk tier's file this value is also in, and when this process last
         /// marked that file as used (`nil`: not on disk).
-        var file: (inode: UInt64, touched: Date)? = nil
+        var file: (version: FileVersion, touched: Date)? = nil
     }
 
     let entryLimit: Int
@@ -49,8 +49,8 @@ struct MemoryTier<Value: Sendable> {
         return evicted
     }
 
-    /// Records which disk file (inode) holds `digest`'s value, and when it was last marked as used.
-    mutating func setFile(_ digest: String, _ file: (inode: UInt64, touched: Date)?) {
+    /// Records which version of its disk file holds `digest`'s value, and when it was last marked as used.
+    mutating func setFile(_ digest: String, _ file: (version: FileVersion, touched: Date)?) {
         entries[digest]?.entry.file = file
     }
 

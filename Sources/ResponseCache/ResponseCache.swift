@@ -214,10 +214,10 @@ public actor ResponseCache<Value: Codable & Sendable> {
             metrics.lastDiskError = "\(error)"
             metrics.bytesOnDisk = disk.byteCount
             return nil
-        case let .success((envelope, inode, bytes)?):
+        case let .success((envelope, version, bytes)?):
             if isExpired(envelope.created, now) { remove(key); return nil }
             metrics.evictions += memory.put(.init(key: envelope.key, value: envelope.value, created: envelope.created,
-                                                  bytes: bytes, file: (inode, now)))
+                                                  bytes: bytes, file: (version, now)))
             return CacheAnswer(value: envelope.value, origin: .disk, isStale: isStale(envelope.created, now),
                                generatedAt: envelope.created)
         }
@@ -237,10 +237,10 @@ public actor ResponseCache<Value: Codable & Sendable> {
         metrics.evictions += memory.put(.init(key: key, value: value, created: now, bytes: entry.data.count))
         guard let disk else { return }
         do {
-            let (evicted, inode) = try disk.write(entry)
+            let (evicted, version) = try disk.write(entry)
             metrics.evictions += evicted
             metrics.bytesOnDisk = disk.byteCount
-            memory.setFile(key.digest, inode.map { ($0, now) })
+            memory.setFile(key.digest, version.map { ($0, now) })
         } catch {
             // The disk went away: keep serving from memory and say why.
             metrics.lastDiskError = "\(error)"
@@ -251,8 +251,8 @@ public actor ResponseCache<Value: Codable & Sendable> {
     /// Drops from memory the entries that invalidations recorded in the directory's journal since
     /// the last look matched, whichever process made them; when the journal cannot say (a new
     /// epoch, a damaged file), every entry that came from or went to the disk. The file check below
-    /// cannot do this alone: a file removed by an invalidation and written again by a regeneration
-    /// may get the same inode number back.
+    /// cannot do this alone: an entry invalidated and generated again at the same clock time, in a
+    /// file that got the old one's inode number back, would pass it.
     private func followJournal() {
         guard let disk else { return }
         if let seen = journalSeen, let changes = disk.journal.changes(since: seen) {
@@ -266,21 +266,25 @@ public actor ResponseCache<Value: Codable & Sendable> {
 
     /// Whether a memory entry still stands for what the directory holds, which other processes
     /// sharing it (an app and its extensions) may have invalidated, evicted or regenerated: its
-    /// file must still be there, the same file (inode). If not, the entry leaves memory and the
-    /// lookup goes on to the disk. An entry the disk never kept is answered from memory alone.
-    /// A file in use is marked as used at most once a minute, so the disk's least-recently-used
-    /// eviction spares what memory serves.
+    /// file must still be there and hold the same entry (``DiskTier/holds(_:created:asOf:)``: the
+    /// same version, or the same inode with the same key and creation time in its header, which a
+    /// file that got a removed file's inode number back does not have). If not, the entry leaves
+    /// memory and the lookup goes on to the disk. An entry the disk never kept is answered from
+    /// memory alone. A file in use is marked as used at most once a minute, so the disk's
+    /// least-recently-used eviction spares what memory serves.
     private func stillOnDisk(_ entry: MemoryTier<Value>.Entry) -> Bool {
         guard let disk, let file = entry.file else { return true }
-        guard disk.inode(entry.key.digest) == file.inode else {
+        guard var version = disk.holds(entry.key.digest, created: entry.created, asOf: file.version) else {
             memory.remove(entry.key.digest)
             return false
         }
+        var touched = file.touched
         let now = clock.now
-        if now.timeIntervalSince(file.touched) > 60 || now < file.touched {
-            disk.touch(entry.key.digest)
-            memory.setFile(entry.key.digest, (file.inode, now))
+        if now.timeIntervalSince(touched) > 60 || now < touched {
+            version = disk.touch(entry.key.digest, expected: version) ?? version   // another file by now: the next look sees it
+            touched = now
         }
+        if (version, touched) != file { memory.setFile(entry.key.digest, (version, touched)) }
         return true
     }
 

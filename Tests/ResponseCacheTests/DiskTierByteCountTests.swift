@@ -48,7 +48,7 @@ struct DiskTierByteCountTests {
             #expect(tier.byteCount == held)
             #expect(held <= tier.byteLimit, "after entry \(i)")
             if written.evicted > 0 { #expect(held <= tier.lowWater, "after entry \(i)") }
-            #expect(written.inode != nil && FileManager.default.fileExists(atPath: directory.appendingPathComponent(
+            #expect(written.version != nil && FileManager.default.fileExists(atPath: directory.appendingPathComponent(
                 CacheKey(parts: ["entry \(i)"]).digest + DiskTier<String>.suffix).path))   // the newest stays
         }
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(DiskTier<String>.suffix) }

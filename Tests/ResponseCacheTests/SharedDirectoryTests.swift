@@ -77,6 +77,60 @@ struct SharedDirectoryTests {
         #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.origin == .memory)
     }
 
+    /// A file the other cache removed without an invalidation (a retention sweep, an expiry, an
+    /// eviction) and then wrote again for the same key may get the old file's inode number back (on
+    /// ext4 it often does; the test runs eight rounds so that some do): this cache still serves the
+    /// new value, not its own copy, and leaves the new file alone.
+    @Test(arguments: ["sweep", "expiry", "eviction"])
+    func value_servesWhatTheOtherWroteAgainAfterRemovingTheFile(removedBy way: String) async throws {
+        for round in 0 ..< 8 {
+            let directory = temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let clock = ManualCacheClock()
+            let configuration = ResponseCache<String>.Configuration(directory: directory, timeToLive: way == "expiry" ? 60 : nil,
+                                                                    retentionDays: 1, diskByteLimit: way == "eviction" ? 600 : 1 << 20)
+            let app = ResponseCache<String>(configuration: configuration, clock: clock)
+            let widget = ResponseCache<String>(configuration: configuration, clock: clock)
+            let key = CacheKey(parts: ["screen"])
+            let file = directory.appendingPathComponent(key.digest + DiskTier<String>.suffix)
+            func inode() throws -> UInt64 { try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.systemFileNumber] as? UInt64) }
+            _ = try await app.value(for: key) { "screen v0" }
+            let first = try inode()
+            switch way {
+            case "sweep":
+                clock.advance(by: 2 * 86_400)
+                #expect(await widget.sweep() == 1)
+            case "expiry":
+                clock.advance(by: 61)
+                #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.origin == .none)
+            default:
+                clock.advance(by: 1)
+                for other in 0 ..< 4 { _ = try await widget.value(for: CacheKey(parts: ["other \(other)"])) { "other screen" } }
+            }
+            #expect(!FileManager.default.fileExists(atPath: file.path), "removed by \(way)")
+            _ = try await widget.value(for: key) { "screen v1" }
+            let reused = try inode() == first   // whether this round met a reused inode number
+            let answer = try await app.value(for: key, policy: .cacheOnly) { "" }
+            #expect(answer.value == "screen v1" && answer.origin == .disk, "round \(round), inode reused: \(reused)")
+            #expect(FileManager.default.fileExists(atPath: file.path), "round \(round), inode reused: \(reused)")
+        }
+    }
+
+    /// Another cache reading an entry marks its file as used, which changes the file's status:
+    /// this cache still answers from memory (the header shows the same entry) and marks nothing.
+    @Test func value_fromMemorySurvivesTheOtherCacheReadingTheFile() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let app = ResponseCache<String>(configuration: .init(directory: directory))
+        let widget = ResponseCache<String>(configuration: .init(directory: directory))
+        let key = CacheKey(parts: ["screen"]), generate = Generator()
+        _ = try await app.value(for: key) { try await generate("screen") }
+        for _ in 0 ..< 3 {
+            #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.origin != .none)
+            #expect(try await app.value(for: key, policy: .cacheOnly) { "" }.origin == .memory)
+        }
+        #expect(generate.runs == 1)
+    }
+
     /// Memory follows the journal: an invalidation of something else, in this cache or another,
     /// leaves an entry in memory; a new journal (this one could not see what the old one's last
     /// entries were) sends every entry back to the disk once.
