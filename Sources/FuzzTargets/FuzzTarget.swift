@@ -39,6 +39,11 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// prefixes that share starts, in a store small enough to evict and refuse. After every
     /// operation the store's invariants must hold, and every restore must give a fresh prefill's rows.
     case prefixStoreOperations = "prefix-store-operations"
+    /// Not a file: a program of response-cache operations (requests under every policy, failing
+    /// or not, invalidations, clock steps, relaunches, sweeps) on one cache in memory or two
+    /// sharing a directory. Every answer, the number of generations and the directory's files must
+    /// be what a model of the cache's promises says.
+    case responseCacheOperations = "response-cache-operations"
 
     /// Runs one input.
     public func run(_ data: Data) {
@@ -55,6 +60,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .generationSchema: Self.generationSchema(data)
         case .loraAdapter: Self.loraAdapter(data)
         case .prefixStoreOperations: Self.prefixStoreOperations(data)
+        case .responseCacheOperations: Self.responseCacheOperations(data)
         }
     }
 
