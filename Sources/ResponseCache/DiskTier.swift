@@ -11,12 +11,17 @@ struct Envelope<Value: Codable & Sendable>: Codable, Sendable {
     var key: CacheKey
     var created: Date
     var value: Value
+    /// Made afresh for each stored generation, so that two generations of one key stay apart
+    /// even when their files got the same inode number and the clock read the same time for
+    /// both (`nil` in files written before it existed).
+    var id: UUID? = nil
 
     /// An envelope as its file holds it (the memory tier counts the same bytes), with the key and
     /// creation time the disk tier indexes.
     struct Encoded {
         let key: CacheKey
         let created: Date
+        let id: UUID?
         let data: Data
         var digest: String { key.digest }
     }
@@ -24,13 +29,14 @@ struct Envelope<Value: Codable & Sendable>: Codable, Sendable {
     /// The file's bytes.
     /// - Throws: the encoder's error, for a value JSON cannot hold (a non-finite number, or a
     ///   value whose `encode(to:)` throws).
-    func encoded() throws -> Encoded { Encoded(key: key, created: created, data: try JSONEncoder().encode(self)) }
+    func encoded() throws -> Encoded { Encoded(key: key, created: created, id: id, data: try JSONEncoder().encode(self)) }
 }
 
-/// An envelope's key and creation time, decoded without its value.
+/// An envelope's key, creation time and identifier, decoded without its value.
 private struct EnvelopeHeader: Decodable {
     var key: CacheKey
     var created: Date
+    var id: UUID?
 }
 
 /// Errors of the disk tier (reported in metrics; the cache keeps working from memory).
@@ -86,6 +92,7 @@ final class DiskTier<Value: Codable & Sendable> {
         var file: FileVersion
         var key: CacheKey
         var created: Date
+        var id: UUID?
     }
     /// Headers of entry files, by file name: from this tier's writes and reads, and from the files
     /// ``removeAll(where:)`` read. A few hundred bytes an entry (its key's digest, tags and
@@ -131,20 +138,22 @@ final class DiskTier<Value: Codable & Sendable> {
         }
         // LRU: the file read is touched on use (not whatever the name may stand for by now).
         if futimens(handle.fileDescriptor, nil) == 0 { _ = fstat(handle.fileDescriptor, &status) }
-        headers[url.lastPathComponent] = KnownHeader(file: FileVersion(status), key: envelope.key, created: envelope.created)
+        headers[url.lastPathComponent] = KnownHeader(file: FileVersion(status), key: envelope.key, created: envelope.created, id: envelope.id)
         return .success((envelope, FileVersion(status), data.count))
     }
 
-    /// Whether `digest`'s file still holds the entry this tier wrote or read as `version`, created
-    /// at `created`; if so, the file's version now (`nil`: the file is gone, or holds another
-    /// entry). The same version holds it. A file with the same inode but another version (another
-    /// process marked it as used, or the inode number came back on a new file after an eviction
-    /// or expiry) holds it when its header carries the same key and creation time, read once per
-    /// version. A file another process wrote since by rename has another inode and does not.
-    func holds(_ digest: String, created: Date, asOf version: FileVersion) -> FileVersion? {
+    /// Whether `digest`'s file still holds the entry this tier wrote or read as `version`, with
+    /// identifier `id` and created at `created`; if so, the file's version now (`nil`: the file is
+    /// gone, or holds another entry). The same version holds it. A file with the same inode but
+    /// another version (another process marked it as used, or the inode number came back on a new
+    /// file after an eviction, expiry or sweep) holds it when its header carries the same key,
+    /// identifier and creation time, read once per version. A file another process wrote since
+    /// by rename has another inode and does not.
+    func holds(_ digest: String, id: UUID?, created: Date, asOf version: FileVersion) -> FileVersion? {
         guard let now = status(digest), now.inode == version.inode else { return nil }
         if now == version { return now }
-        guard let header = header(of: (name(digest), now, 0)), header.key.digest == digest, header.created == created else { return nil }
+        guard let header = header(of: (name(digest), now, 0)), header.key.digest == digest, header.id == id,
+              header.created == created else { return nil }
         return now
     }
 
@@ -186,7 +195,7 @@ final class DiskTier<Value: Codable & Sendable> {
         lastChange = unchanged ? modified() : nil
         // Known unless another process replaced it since; eviction forgets what it removes.
         headers[name(digest)] = status(digest).flatMap {
-            $0.inode == written.inode ? KnownHeader(file: $0, key: entry.key, created: entry.created) : nil
+            $0.inode == written.inode ? KnownHeader(file: $0, key: entry.key, created: entry.created, id: entry.id) : nil
         }
         let evicted = lastChange == nil || tally > byteLimit ? evictOverLimit() : 0
         return (evicted, headers[name(digest)]?.file)
@@ -229,7 +238,7 @@ final class DiskTier<Value: Codable & Sendable> {
               let header = try? JSONDecoder().decode(EnvelopeHeader.self, from: data) else { return nil }
         // Kept under the listing's status: a file replaced after the listing has another, and
         // is read again next time.
-        let known = KnownHeader(file: entry.file, key: header.key, created: header.created)
+        let known = KnownHeader(file: entry.file, key: header.key, created: header.created, id: header.id)
         headers[entry.name] = known
         return known
     }

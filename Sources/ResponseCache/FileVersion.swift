@@ -9,8 +9,8 @@ import Darwin
 /// status-change time. A rename over the name gives another inode, a rewrite in place another
 /// size or time, and a file that got a removed file's inode number back another time. Marking a
 /// file as used (the tier's LRU) moves the time too, so the same entry touched by another process
-/// is another version here; ``DiskTier/holds(_:created:asOf:)`` tells those apart by the entry's
-/// header.
+/// is another version here; ``DiskTier/holds(_:id:created:asOf:)`` tells those apart by the
+/// entry's header.
 struct FileVersion: Equatable, Sendable {
     var inode: UInt64
     var bytes: Int

@@ -7,6 +7,8 @@ struct MemoryTier<Value: Sendable> {
         var value: Value
         var created: Date
         var bytes: Int
+        /// The identifier of the stored generation (``Envelope/id``).
+        var id: UUID? = nil
         /// The version of the disk tier's file this value is also in, and when this process last
         /// marked that file as used (`nil`: not on disk).
         var file: (version: FileVersion, touched: Date)? = nil

@@ -217,7 +217,7 @@ public actor ResponseCache<Value: Codable & Sendable> {
         case let .success((envelope, version, bytes)?):
             if isExpired(envelope.created, now) { remove(key); return nil }
             metrics.evictions += memory.put(.init(key: envelope.key, value: envelope.value, created: envelope.created,
-                                                  bytes: bytes, file: (version, now)))
+                                                  bytes: bytes, id: envelope.id, file: (version, now)))
             return CacheAnswer(value: envelope.value, origin: .disk, isStale: isStale(envelope.created, now),
                                generatedAt: envelope.created)
         }
@@ -229,12 +229,12 @@ public actor ResponseCache<Value: Codable & Sendable> {
     private func store(_ key: CacheKey, _ value: Value) {
         let now = clock.now
         let entry: Envelope<Value>.Encoded
-        do { entry = try Envelope(key: key, created: now, value: value).encoded() } catch {
+        do { entry = try Envelope(key: key, created: now, value: value, id: UUID()).encoded() } catch {
             metrics.unencodableValues += 1
             metrics.lastEncodingError = "\(error)"
             return
         }
-        metrics.evictions += memory.put(.init(key: key, value: value, created: now, bytes: entry.data.count))
+        metrics.evictions += memory.put(.init(key: key, value: value, created: now, bytes: entry.data.count, id: entry.id))
         guard let disk else { return }
         do {
             let (evicted, version) = try disk.write(entry)
@@ -251,8 +251,9 @@ public actor ResponseCache<Value: Codable & Sendable> {
     /// Drops from memory the entries that invalidations recorded in the directory's journal since
     /// the last look matched, whichever process made them; when the journal cannot say (a new
     /// epoch, a damaged file), every entry that came from or went to the disk. The file check below
-    /// cannot do this alone: an entry invalidated and generated again at the same clock time, in a
-    /// file that got the old one's inode number back, would pass it.
+    /// cannot do this alone for files written before entries had identifiers: one invalidated and
+    /// generated again at the same clock time, in a file that got the old one's inode number back,
+    /// would pass it.
     private func followJournal() {
         guard let disk else { return }
         if let seen = journalSeen, let changes = disk.journal.changes(since: seen) {
@@ -266,15 +267,15 @@ public actor ResponseCache<Value: Codable & Sendable> {
 
     /// Whether a memory entry still stands for what the directory holds, which other processes
     /// sharing it (an app and its extensions) may have invalidated, evicted or regenerated: its
-    /// file must still be there and hold the same entry (``DiskTier/holds(_:created:asOf:)``: the
-    /// same version, or the same inode with the same key and creation time in its header, which a
-    /// file that got a removed file's inode number back does not have). If not, the entry leaves
+    /// file must still be there and hold the same entry (``DiskTier/holds(_:id:created:asOf:)``: the
+    /// same version, or the same inode with the same key, identifier and creation time in its
+    /// header, which a file that got a removed file's inode number back does not have). If not, the entry leaves
     /// memory and the lookup goes on to the disk. An entry the disk never kept is answered from
     /// memory alone. A file in use is marked as used at most once a minute, so the disk's
     /// least-recently-used eviction spares what memory serves.
     private func stillOnDisk(_ entry: MemoryTier<Value>.Entry) -> Bool {
         guard let disk, let file = entry.file else { return true }
-        guard var version = disk.holds(entry.key.digest, created: entry.created, asOf: file.version) else {
+        guard var version = disk.holds(entry.key.digest, id: entry.id, created: entry.created, asOf: file.version) else {
             memory.remove(entry.key.digest)
             return false
         }

@@ -79,8 +79,10 @@ struct SharedDirectoryTests {
 
     /// A file the other cache removed without an invalidation (a retention sweep, an expiry, an
     /// eviction) and then wrote again for the same key may get the old file's inode number back (on
-    /// ext4 it often does; the test runs eight rounds so that some do): this cache still serves the
-    /// new value, not its own copy, and leaves the new file alone.
+    /// ext4 it can, depending on what the file system did before; eight rounds give it more
+    /// chances, and the test below makes the same inode certain): this cache still serves the new
+    /// value, not its own copy, and leaves the new file alone, even when both were made at the same
+    /// clock time.
     @Test(arguments: ["sweep", "expiry", "eviction"])
     func value_servesWhatTheOtherWroteAgainAfterRemovingTheFile(removedBy way: String) async throws {
         for round in 0 ..< 8 {
@@ -103,8 +105,7 @@ struct SharedDirectoryTests {
             case "expiry":
                 clock.advance(by: 61)
                 #expect(try await widget.value(for: key, policy: .cacheOnly) { "" }.origin == .none)
-            default:
-                clock.advance(by: 1)
+            default:   // the clock stands still: only the entry's identifier tells the new file apart
                 for other in 0 ..< 4 { _ = try await widget.value(for: CacheKey(parts: ["other \(other)"])) { "other screen" } }
             }
             #expect(!FileManager.default.fileExists(atPath: file.path), "removed by \(way)")
@@ -114,6 +115,32 @@ struct SharedDirectoryTests {
             #expect(answer.value == "screen v1" && answer.origin == .disk, "round \(round), inode reused: \(reused)")
             #expect(FileManager.default.fileExists(atPath: file.path), "round \(round), inode reused: \(reused)")
         }
+    }
+
+    /// The file check itself, with the same inode made certain: another process's entry for the
+    /// key written into this cache's file in place (as a new file with a reused inode number looks).
+    /// Another creation time, or at the same clock time another identifier, tells it apart, and the
+    /// cache answers with it from disk; the same key, identifier and time (a touch) is its own.
+    @Test(arguments: ["another time", "another identifier", "a touch"])
+    func value_tellsAnEntryWrittenIntoItsFileApart(by change: String) async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let clock = ManualCacheClock()
+        let cache = ResponseCache<String>(configuration: .init(directory: directory), clock: clock)
+        let key = CacheKey(parts: ["screen"])
+        let file = directory.appendingPathComponent(key.digest + DiskTier<String>.suffix)
+        _ = try await cache.value(for: key) { "screen v0" }
+        let mine = try JSONDecoder().decode(Envelope<String>.self, from: Data(contentsOf: file))
+        var theirs = Envelope(key: key, created: mine.created, value: change == "a touch" ? "screen v0" : "screen v1", id: mine.id)
+        if change == "another time" { theirs.created += 1 }
+        if change == "another identifier" { theirs.id = UUID() }
+        let before = try FileManager.default.attributesOfItem(atPath: file.path)[.systemFileNumber] as? UInt64
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.truncate(atOffset: 0)
+        try handle.write(contentsOf: try theirs.encoded().data)
+        try handle.close()
+        #expect(try FileManager.default.attributesOfItem(atPath: file.path)[.systemFileNumber] as? UInt64 == before)
+        let answer = try await cache.value(for: key, policy: .cacheOnly) { "" }
+        #expect(answer.value == theirs.value && answer.origin == (change == "a touch" ? .memory : .disk), "\(change)")
     }
 
     /// Another cache reading an entry marks its file as used, which changes the file's status:
