@@ -38,7 +38,9 @@ extension FuzzTarget {
 struct ResponseCacheProgram {
     /// The first byte: bit 0 a disk tier (two caches on it) or memory only (one cache), bit 1 a
     /// time to live of 60 s, bit 2 answers stale after 30 s, bit 3 retention of one day, bit 4
-    /// limits so small that entries are evicted (memory holds two, the disk about two).
+    /// limits so small that entries are evicted (memory holds two, the disk two). Every entry fits
+    /// on the disk: one that did not would live on in its cache's memory alone, which the model
+    /// (one value a key, the directory's) does not follow.
     struct Setup {
         let onDisk, expires, goesStale, retains, evicts: Bool
         init(_ byte: UInt8) {
@@ -73,7 +75,7 @@ struct ResponseCacheProgram {
         self.directory = directory
         configuration = .init(directory: setup.onDisk ? directory : nil, timeToLive: setup.expires ? 60 : nil,
                               staleAfter: setup.goesStale ? 30 : nil, retentionDays: setup.retains ? 1 : nil,
-                              memoryEntryLimit: setup.evicts ? 2 : 256, diskByteLimit: setup.evicts ? 400 : 1 << 20)
+                              memoryEntryLimit: setup.evicts ? 2 : 256, diskByteLimit: setup.evicts ? 700 : 1 << 20)   // each entry fits (about 270 bytes)
         caches = []
         caches = (0 ..< (setup.onDisk ? 2 : 1)).map { _ in makeCache() }
     }
@@ -111,7 +113,7 @@ struct ResponseCacheProgram {
 
     /// One request and its answers against the model.
     mutating func request(_ index: Int, key: Int, policy: CachePolicy, fails: Bool) async {
-        let cache = caches[index], cacheKey = Self.keys[key], before = runs.withLock { $0 }
+        let cache = caches[index], cacheKey = Self.keys[key], before = runs.withLock { $0 }, counted = await cache.metrics
         failing.withLock { $0 = fails }
         let (runs, failing) = (runs, failing)
         var answers: [CacheAnswer<String>] = [], thrown = false
@@ -166,6 +168,22 @@ struct ResponseCacheProgram {
         let got = answers.map(Expected.init)
         precondition(got == expected, "\(policy) answered \(got) against \(expected)")
         if expectedRuns == 1, !fails { model[key] = Held(value: "screen \(key) #\(before + 1)", created: now) }
+
+        // The counters say the same: a lookup (every policy but a forced generation) is a hit
+        // from memory or disk or a miss, a generation with a cached value to fall back on is a refresh.
+        let metrics = await cache.metrics, lookup = policy != .generateIgnoringCache
+        let counts = [metrics.memoryHits - counted.memoryHits, metrics.diskHits - counted.diskHits, metrics.misses - counted.misses,
+                      metrics.staleServed - counted.staleServed, metrics.generations - counted.generations]
+        let origin = found == nil ? nil : answers.first?.origin
+        let expectedCounts = [lookup && origin == .memory, lookup && origin == .disk, lookup && found == nil,
+                              lookup && expected.first?.stale == true].map { $0 ? 1 : 0 } + [generations]
+        precondition(counts == expectedCounts, "\(policy): hits, misses, stale answers and generations counted \(counts), not \(expectedCounts)")
+        if !setup.evicts || looked != nil {   // with eviction, a forced generation's lookup is unseen
+            let refreshes = found != nil && expectedRuns == 1 ? 1 : 0
+            precondition(metrics.refreshes - counted.refreshes == refreshes, "\(policy): refreshes miscounted")
+        }
+        precondition(metrics.discardedGenerations == 0 && metrics.corruptEntries == 0 && metrics.lastDiskError == nil,
+                     "a generation was discarded, or an entry found corrupt, with no cause")
     }
 
     /// One invalidation: a key, a tag (one matching no key too), a data fingerprint, or all.

@@ -316,5 +316,4 @@ final class DiskTier<Value: Codable & Sendable> {
         status.st_mtim
         #endif
     }
-
 }
