@@ -197,7 +197,7 @@ final class DiskTier<Value: Codable & Sendable> {
         headers[name(digest)] = status(digest).flatMap {
             $0.inode == written.inode ? KnownHeader(file: $0, key: entry.key, created: entry.created, id: entry.id) : nil
         }
-        let evicted = lastChange == nil || tally > byteLimit ? evictOverLimit() : 0
+        let evicted = lastChange == nil || tally > byteLimit ? evictOverLimit(sparing: name(digest)) : 0
         return (evicted, headers[name(digest)]?.file)
     }
 
@@ -274,12 +274,15 @@ final class DiskTier<Value: Codable & Sendable> {
     }
 
     /// Lists the directory and, over the limit, removes the least recently used files until the
-    /// count is at most ``lowWater``.
-    private func evictOverLimit() -> Int {
+    /// count is at most ``lowWater``, never `spared`: the file just written, whose time stamp may
+    /// tie with or, on a coarse file-system clock, even precede those of files used before it.
+    /// (An entry evicted as it was written would live on in its cache's memory alone, out of
+    /// reach of what other processes write.) With only it left the count is within the limit.
+    private func evictOverLimit(sparing spared: String) -> Int {
         let listed = list()
         guard tally > byteLimit else { return 0 }
         var evicted = 0
-        for oldest in listed.sorted(by: { $0.used < $1.used }) {
+        for oldest in listed.sorted(by: { $0.used < $1.used }) where oldest.name != spared {
             if tally <= lowWater { break }
             let unchanged = isUnchanged()
             guard unlink(directory.appendingPathComponent(oldest.name).path) == 0 else { continue }

@@ -36,6 +36,27 @@ struct DiskTierByteCountTests {
         #expect(tier.listings == 1)
     }
 
+    /// The entry just written is never what its own write evicts, even when every other file
+    /// looks used later (time stamps of a coarse clock tie; here they are set ahead).
+    @Test func write_neverEvictsTheEntryItWrites() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let perFile = try encoded("entry 1").data.count
+        let tier = try DiskTier<String>(directory: directory, byteLimit: 3 * perFile)
+        func file(_ i: Int) -> String { directory.appendingPathComponent(CacheKey(parts: ["entry \(i)"]).digest + DiskTier<String>.suffix).path }
+        for i in 0 ..< 3 {
+            _ = try tier.write(try encoded("entry \(i)"))
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: 3_600)], ofItemAtPath: file(i))
+        }
+        let written = try tier.write(try encoded("entry 3"))
+        #expect(written.evicted == 2 && written.version != nil && FileManager.default.fileExists(atPath: file(3)))
+        #expect(tier.byteCount == bytesInDirectory() && bytesInDirectory() <= tier.lowWater)
+        // An entry larger than the low-water mark stays alone.
+        let large = try encoded("entry 4", String(repeating: "v", count: 2 * perFile + perFile / 2))
+        #expect(large.data.count > tier.lowWater && large.data.count <= tier.byteLimit)
+        #expect(try tier.write(large).evicted == 2 && FileManager.default.fileExists(atPath: file(4)))
+        #expect(tier.byteCount == bytesInDirectory() && bytesInDirectory() == large.data.count)
+    }
+
     @Test func write_overTheLimitEvictsTheLeastRecentlyUsedDownToTheLowWaterMark() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let perFile = try encoded("entry 100").data.count   // the longest name written here
