@@ -15,7 +15,8 @@ extension FuzzTarget {
     /// - advance: the clock, by a second, 29 or 31 seconds (around staleness), 61 (past the
     ///   time to live) or a day and a second (past retention).
     /// - relaunch: one cache starts again on the same directory, its memory empty.
-    /// - sweep: one cache's retention sweep, whose count is checked.
+    /// - sweep: one cache's retention sweep, whose count is checked; or, with bit 6 of its operand,
+    ///   damage: a key's file cut in half in place, which the next lookup must find corrupt.
     ///
     /// With a disk tier two caches share one directory, as an app and its extension do; after
     /// every operation the directory must hold a file for exactly the entries the model holds.
@@ -67,6 +68,11 @@ struct ResponseCacheProgram {
     /// What the directory holds (with a disk tier) or the one cache holds (memory only), by key
     /// index. An expired entry stays until a lookup or a sweep removes it, as the cache does.
     var model: [Int: Held] = [:]
+    /// Keys whose file was damaged (cut in half in place, as a torn write leaves it) and is still
+    /// there: the next lookup of the key, in either cache, finds it corrupt and removes it; an
+    /// invalidation by key or of everything removes it too, one by tag, data fingerprint or age
+    /// cannot read it and leaves it.
+    var damaged: Set<Int> = []
     /// Generations so far, and whether the next one fails.
     let runs = Locked(0), failing = Locked(false)
 
@@ -98,6 +104,8 @@ struct ResponseCacheProgram {
             case 3:
                 caches[cache] = makeCache()
                 if !setup.onDisk { model = [:] }
+            case _ where operand & 0x40 != 0:
+                damage(Int(operand) % 4)
             default:
                 let removed = await caches[cache].sweep()
                 let cutoff = clock.now.addingTimeInterval(-86_400)
@@ -131,6 +139,7 @@ struct ResponseCacheProgram {
         // perhaps nothing at all (evicted), which only the answers can tell.
         let now = clock.now
         if let held = model[key], setup.expires, now.timeIntervalSince(held.created) > 60 { model[key] = nil }
+        let corrupt = damaged.remove(key) != nil ? 1 : 0   // unless evicted meanwhile
         let looked: Bool? = switch policy {
         case .cacheOnly: answers.first?.isCached
         case .cacheElseGenerate, .cacheThenGenerate: answers.first?.isCached ?? false
@@ -182,8 +191,10 @@ struct ResponseCacheProgram {
             let refreshes = found != nil && expectedRuns == 1 ? 1 : 0
             precondition(metrics.refreshes - counted.refreshes == refreshes, "\(policy): refreshes miscounted")
         }
-        precondition(metrics.discardedGenerations == 0 && metrics.corruptEntries == 0 && metrics.lastDiskError == nil,
-                     "a generation was discarded, or an entry found corrupt, with no cause")
+        let corrupted = metrics.corruptEntries - counted.corruptEntries
+        precondition(setup.evicts ? corrupted <= corrupt : corrupted == corrupt, "\(policy): \(corrupted) corrupt entries, not \(corrupt)")
+        precondition(metrics.discardedGenerations == 0 && (metrics.lastDiskError == nil || metrics.corruptEntries > 0),
+                     "a generation was discarded, or the disk reported an error, with no cause")
     }
 
     /// One invalidation: a key, a tag (one matching no key too), a data fingerprint, or all.
@@ -193,6 +204,7 @@ struct ResponseCacheProgram {
         case 0:
             await cache.invalidate(key: Self.keys[operand])
             model[operand] = nil
+            damaged.remove(operand)
         case 1:
             let tag = ["tab 0", "tab 1", "every screen", "no screen"][operand]
             await cache.invalidate(tag: tag)
@@ -203,16 +215,27 @@ struct ResponseCacheProgram {
         default:
             await cache.invalidateAll()
             model = [:]
+            damaged = []
         }
     }
 
-    /// With a disk tier: a file for each entry the model holds and, unless entries are evicted,
-    /// for no other; never a temporary file left behind.
+    /// Cuts `key`'s file to half its length in place (the same inode), if there is one.
+    mutating func damage(_ key: Int) {
+        guard setup.onDisk, let handle = FileHandle(forUpdatingAtPath: directory.appendingPathComponent(Self.keys[key].digest + ".entry.json").path),
+              let length = try? handle.seekToEnd() else { return }
+        try? handle.truncate(atOffset: length / 2)
+        try? handle.close()
+        model[key] = nil
+        damaged.insert(key)
+    }
+
+    /// With a disk tier: a file for each entry the model holds or damaged and, unless entries are
+    /// evicted, for no other; never a temporary file left behind.
     func checkDirectory() {
         guard setup.onDisk else { return }
         let names = Set((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
         let entries = names.filter { $0.hasSuffix(".entry.json") }
-        let held = Set(model.keys.map { Self.keys[$0].digest + ".entry.json" })
+        let held = Set(damaged.union(model.keys).map { Self.keys[$0].digest + ".entry.json" })
         precondition(!names.contains { $0.contains(".tmp-") }, "a temporary file was left in the cache's directory")
         precondition(entries.isSubset(of: held), "the directory holds an entry the model does not")
         precondition(setup.evicts || entries == held, "the directory lost an entry the model holds")

@@ -40,8 +40,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// operation the store's invariants must hold, and every restore must give a fresh prefill's rows.
     case prefixStoreOperations = "prefix-store-operations"
     /// Not a file: a program of response-cache operations (requests under every policy, failing
-    /// or not, invalidations, clock steps, relaunches, sweeps) on one cache in memory or two
-    /// sharing a directory. Every answer, the number of generations and the directory's files must
+    /// or not, invalidations, clock steps, relaunches, sweeps, files damaged in place) on one
+    /// cache in memory or two sharing a directory. Every answer, the number of generations and the directory's files must
     /// be what a model of the cache's promises says.
     case responseCacheOperations = "response-cache-operations"
 
