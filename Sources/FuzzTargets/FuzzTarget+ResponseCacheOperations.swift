@@ -39,9 +39,9 @@ extension FuzzTarget {
 struct ResponseCacheProgram {
     /// The first byte: bit 0 a disk tier (two caches on it) or memory only (one cache), bit 1 a
     /// time to live of 60 s, bit 2 answers stale after 30 s, bit 3 retention of one day, bit 4
-    /// limits so small that entries are evicted (memory holds two, the disk two). Every entry fits
-    /// on the disk: one that did not would live on in its cache's memory alone, which the model
-    /// (one value a key, the directory's) does not follow.
+    /// limits so small that entries are evicted (memory holds two, the disk two or three). Every
+    /// entry fits on the disk: one that did not would live on in its cache's memory alone, which
+    /// the model (one value a key, the directory's) does not follow.
     struct Setup {
         let onDisk, expires, goesStale, retains, evicts: Bool
         init(_ byte: UInt8) {
@@ -81,7 +81,7 @@ struct ResponseCacheProgram {
         self.directory = directory
         configuration = .init(directory: setup.onDisk ? directory : nil, timeToLive: setup.expires ? 60 : nil,
                               staleAfter: setup.goesStale ? 30 : nil, retentionDays: setup.retains ? 1 : nil,
-                              memoryEntryLimit: setup.evicts ? 2 : 256, diskByteLimit: setup.evicts ? 700 : 1 << 20)   // each entry fits (about 270 bytes)
+                              memoryEntryLimit: setup.evicts ? 2 : 256, diskByteLimit: setup.evicts ? 700 : 1 << 20)   // entries of about 230 bytes
         caches = []
         caches = (0 ..< (setup.onDisk ? 2 : 1)).map { _ in makeCache() }
     }
