@@ -327,10 +327,27 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     static func loraAdapter(_ data: Data) {
         guard let adapter = try? LowRankAdapter(ggufData: data, path: "fuzz.gguf") else { return }
         if adapter.factors.values.reduce(0, { $0 + $1.a.rows * $1.a.cols + $1.b.rows * $1.b.cols }) <= 1 << 16 { checkExports(adapter) }
-        guard let weights = try? tiny.loaded().weights,
-              let merged = try? weights.merging(adapter, memoryLimit: memoryLimit) else { return }
+        guard let weights = try? tiny.loaded().weights else { return }
+        let merged: ModelWeights
+        do { merged = try weights.merging(adapter, memoryLimit: memoryLimit) } catch {
+            // A factor refused for its range must have an update that leaves float32's.
+            if case let .gguf(_, .invalidField(field, _, reason)) = error, reason.contains("float32's range") {
+                let target = adapter.factors.keys.first { "tensor blk.\($0.layer).\($0.projection.rawValue).weight.lora_b" == field }
+                guard let target, let f = adapter.factors[target] else { fatalError("refused an unknown tensor: \(field)") }
+                let w = weights.layers[target.layer].weights(target.projection), scale = Double(adapter.scale)
+                let beyond = (0 ..< w.rows).contains { i in
+                    (0 ..< w.cols).contains { j in
+                        let sum = (0 ..< adapter.rank).reduce(0.0) { $0 + Double(f.b[i, $1]) * Double(f.a[$1, j]) }
+                        return abs(Double(w[i, j]) + scale * sum) >= Double(Float.greatestFiniteMagnitude)
+                    }
+                }
+                precondition(beyond, "\(field) refused, yet every update is in float32's range")
+            }
+            return
+        }
         // The merge is its definition: W + (alpha / rank) · B · A on every adapted projection
-        // (computed here in double, elementwise), every other projection untouched, bit for bit.
+        // (computed here in double, elementwise), every other projection untouched, bit for bit,
+        // and every merged weight finite.
         for (layer, (before, after)) in zip(weights.layers, merged.layers).enumerated() {
             for projection in LowRankAdapter.Projection.allCases {
                 let w = before.weights(projection), m = after.weights(projection)
@@ -352,10 +369,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                         }
                         let scale = Double(adapter.scale), expected = Double(w[i, j]) + scale * sum
                         let bound = abs(Double(w[i, j])) + abs(scale) * magnitude
-                        // Float32 may overflow where double does not: in the result, or in the
-                        // product over the rank, which the merge sums before it scales.
-                        guard bound < 1e30, magnitude < 1e37 else { continue }
-                        precondition(abs(Double(m[i, j]) - expected) <= 1e-5 * bound + 1e-30,
+                        precondition(m[i, j].isFinite && abs(Double(m[i, j]) - expected) <= 1e-5 * bound + 1e-30,
                                      "layer \(layer) \(projection) [\(i), \(j)]: merged \(m[i, j]), definition \(expected)")
                     }
                 }

@@ -115,10 +115,10 @@ struct LowRankAdapterTests {
                 }
                 for i in before.indices {
                     for j in before[i].indices {
-                        // The kernel's order: sum over the rank in float32, then one scaled add.
-                        var sum: Float = 0
-                        for k in 0 ..< adapter.rank { sum += f.b[i, k] * f.a[k, j] }
-                        let exact = before[i][j] + adapter.scale * sum
+                        // The kernel's order: sum over the rank in double, one scaled add, one rounding.
+                        var sum = 0.0
+                        for k in 0 ..< adapter.rank { sum += Double(f.b[i, k]) * Double(f.a[k, j]) }
+                        let exact = Float(Double(before[i][j]) + Double(adapter.scale) * sum)
                         #expect(after[i][j].bitPattern == exact.bitPattern, "\(target) [\(i), \(j)]")
                         // ... and the definition, in double.
                         let definition = Double(before[i][j]) + Double(adapter.scale)
@@ -155,6 +155,48 @@ struct LowRankAdapterTests {
         }
         let variance = sum / Double(count)
         #expect(variance > 0.5 * Double(strength) && variance < 2 * Double(strength), "update variance \(variance)")
+    }
+
+    /// A rank-1 adapter on layer 0's query projection whose factors are all `factor`.
+    static func uniformAdapter(factor: Float, alpha: Float) throws -> LowRankAdapter {
+        let dim = base.config.dim
+        return try LowRankAdapter(ggufData: handFile { g in
+            g.metadata[3].2 = HandGGUF.le(alpha.bitPattern)
+            g.tensors.removeAll()
+            g.f32Tensor("blk.0.attn_q.weight.lora_a", [dim, 1], .init(repeating: factor, count: dim))
+            g.f32Tensor("blk.0.attn_q.weight.lora_b", [1, dim], .init(repeating: factor, count: dim))
+        })
+    }
+
+    @Test func merging_keepsAnUpdateInRangeWhoseFactorsProductIsNot() throws {
+        // 2^66 · 2^66 = 2^132 is beyond float32; under a scale of 2^-140 the update is 2^-8.
+        let adapter = try Self.uniformAdapter(factor: 0x1p66, alpha: 0x1p-140)
+        #expect(adapter.rank == 1 && adapter.scale == 0x1p-140)
+        let merged = try Self.base.merging(adapter)
+        let target = LowRankAdapter.Target(layer: 0, projection: .query)
+        let before = Self.rows(Self.base, target), after = Self.rows(merged, target)
+        for i in before.indices {
+            for j in before[i].indices {
+                #expect(after[i][j] == Float(Double(before[i][j]) + 0x1p-8), "[\(i), \(j)]")
+            }
+        }
+    }
+
+    @Test func merging_namesTheFactorWhoseUpdateLeavesFloat32sRange() throws {
+        // 2^64 · 2^64 · 2 = 2^129, beyond float32's largest finite value (just under 2^128).
+        let adapter = try Self.uniformAdapter(factor: 0x1p64, alpha: 2)
+        let fingerprint = ModelFingerprint(Self.base), query = Self.rows(Self.base, .init(layer: 0, projection: .query))
+        Self.expectGGUF(try Self.base.merging(adapter)) { error in
+            guard case let .invalidField("tensor blk.0.attn_q.weight.lora_b", _, reason) = error else { return false }
+            return reason.contains("row 0, column 0") && reason.contains("float32")
+        }
+        // The base weights are untouched: the merge works on a copy it drops.
+        #expect(ModelFingerprint(Self.base) == fingerprint)
+        #expect(Self.rows(Self.base, .init(layer: 0, projection: .query)) == query)
+        // Just inside the range (2^127 · 1.5) it merges, finite.
+        let largest = try Self.uniformAdapter(factor: 0x1p63, alpha: 1.5)
+        let merged = try Self.base.merging(largest)
+        #expect(Self.rows(merged, .init(layer: 0, projection: .query)).joined().allSatisfy { $0.isFinite && $0 > 0x1p126 })
     }
 
     @Test func merging_givesTheAdaptedModelItsOwnFingerprintEvenForAZeroUpdate() throws {

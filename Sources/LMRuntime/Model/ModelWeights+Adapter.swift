@@ -2,14 +2,16 @@ import Foundation
 
 extension ModelWeights {
     /// These weights with `adapter` merged: every adapted projection becomes
-    /// `W + (alpha / rank) · B · A` (``Kernels/addLowRankProduct(_:_:scale:to:)``: the same bits on
-    /// every CPU), the config records the adapter's ``LowRankAdapter/identity`` (so the merged
-    /// model's ``ModelFingerprint`` is its own), and the result is packed for streaming like any
-    /// loaded model. `self` is left as it was. Merge float32 weights, then convert.
+    /// `W + (alpha / rank) · B · A` (``Kernels/addLowRankProduct(_:_:scale:to:)``: summed in
+    /// double and rounded once, the same bits on every CPU), the config records the adapter's
+    /// ``LowRankAdapter/identity`` (so the merged model's ``ModelFingerprint`` is its own), and the
+    /// result is packed for streaming like any loaded model. `self` is left as it was, also when
+    /// the merge throws. Merge float32 weights, then convert.
     /// - Parameter memoryLimit: the most bytes running the merged model may need.
     /// - Throws: ``ModelLoadError/incompatibleAdapter(name:baseFingerprint:modelFingerprint:)`` when the
     ///   adapter was made for other weights; ``ModelLoadError/gguf(path:_:)`` naming a factor whose
-    ///   layer or shape does not fit this model; the memory errors of allocating the copy.
+    ///   layer or shape does not fit this model, or whose update takes a weight beyond float32's
+    ///   range; the memory errors of allocating the copy.
     public func merging(_ adapter: LowRankAdapter, memoryLimit: Int = MemoryLimit.bytes) throws(ModelLoadError) -> ModelWeights {
         let fingerprint = ModelFingerprint(self)
         guard precision == .f32, fingerprint == adapter.baseFingerprint else {
@@ -38,8 +40,18 @@ extension ModelWeights {
         do { copy = try unpackedCopy(config: merged, memoryLimit: memoryLimit) } catch let error as ModelLoadError {
             throw error
         } catch { throw .allocationFailed(bytes: byteCount) }
-        for (target, factors) in adapter.factors {
-            Kernels.addLowRankProduct(factors.b, factors.a, scale: adapter.scale, to: copy.layers[target.layer].matrix(target.projection))
+        // In layer and projection order, so that an error names the same tensor every time.
+        for layer in 0 ..< config.layerCount {
+            for projection in LowRankAdapter.Projection.allCases {
+                guard let factors = adapter.factors[.init(layer: layer, projection: projection)] else { continue }
+                let weights = copy.layers[layer].matrix(projection)
+                guard let cell = Kernels.addLowRankProduct(factors.b, factors.a, scale: adapter.scale, to: weights)
+                else { continue }
+                let stem = "blk.\(layer).\(projection.rawValue).weight"
+                throw .gguf(path: adapter.name, .invalidField(
+                    field: "tensor \(stem).lora_b", byteOffset: 0,
+                    reason: "its update takes the weight at row \(cell.row), column \(cell.column) beyond float32's range"))
+            }
         }
         return copy.finishedLoading()
     }
