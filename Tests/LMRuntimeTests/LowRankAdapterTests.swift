@@ -157,15 +157,24 @@ struct LowRankAdapterTests {
         #expect(variance > 0.5 * Double(strength) && variance < 2 * Double(strength), "update variance \(variance)")
     }
 
-    /// A rank-1 adapter on layer 0's query projection whose factors are all `factor`.
-    static func uniformAdapter(factor: Float, alpha: Float) throws -> LowRankAdapter {
+    /// A rank-1 adapter file for layer 0's query projection whose factors are all `factor`.
+    static func uniformAdapterFile(factor: Float, alpha: Float) -> Data {
         let dim = base.config.dim
-        return try LowRankAdapter(ggufData: handFile { g in
+        return handFile { g in
             g.metadata[3].2 = HandGGUF.le(alpha.bitPattern)
             g.tensors.removeAll()
             g.f32Tensor("blk.0.attn_q.weight.lora_a", [dim, 1], .init(repeating: factor, count: dim))
             g.f32Tensor("blk.0.attn_q.weight.lora_b", [1, dim], .init(repeating: factor, count: dim))
-        })
+        }
+    }
+
+    static func uniformAdapter(factor: Float, alpha: Float) throws -> LowRankAdapter {
+        try LowRankAdapter(ggufData: uniformAdapterFile(factor: factor, alpha: alpha))
+    }
+
+    /// Where `tensor`'s entry stands in the GGUF `data`.
+    static func infoOffset(of tensor: String, in data: Data) throws -> Int {
+        try #require(try GGUFFile(data: data).tensors.first { $0.name == tensor }).infoOffset
     }
 
     @Test func merging_keepsAnUpdateInRangeWhoseFactorsProductIsNot() throws {
@@ -184,11 +193,12 @@ struct LowRankAdapterTests {
 
     @Test func merging_namesTheFactorWhoseUpdateLeavesFloat32sRange() throws {
         // 2^64 · 2^64 · 2 = 2^129, beyond float32's largest finite value (just under 2^128).
-        let adapter = try Self.uniformAdapter(factor: 0x1p64, alpha: 2)
+        let file = Self.uniformAdapterFile(factor: 0x1p64, alpha: 2), adapter = try LowRankAdapter(ggufData: file)
+        let offset = try Self.infoOffset(of: "blk.0.attn_q.weight.lora_b", in: file)
         let fingerprint = ModelFingerprint(Self.base), query = Self.rows(Self.base, .init(layer: 0, projection: .query))
         Self.expectGGUF(try Self.base.merging(adapter)) { error in
-            guard case let .invalidField("tensor blk.0.attn_q.weight.lora_b", _, reason) = error else { return false }
-            return reason.contains("row 0, column 0") && reason.contains("float32")
+            guard case let .invalidField("tensor blk.0.attn_q.weight.lora_b", byteOffset, reason) = error else { return false }
+            return byteOffset == offset && byteOffset > 0 && reason.contains("row 0, column 0") && reason.contains("float32")
         }
         // The base weights are untouched: the merge works on a copy it drops.
         #expect(ModelFingerprint(Self.base) == fingerprint)
@@ -230,17 +240,23 @@ struct LowRankAdapterTests {
     }
 
     @Test func merging_rejectsFactorsThatDoNotFitTheModel() throws {
-        let outOfRange = try LowRankAdapter(ggufData: Self.handFile { g in
+        let outOfRangeFile = Self.handFile { g in
             g.f32Tensor("blk.5.attn_q.weight.lora_a", [Self.base.config.dim, 2], .init(repeating: 0, count: 2 * Self.base.config.dim))
             g.f32Tensor("blk.5.attn_q.weight.lora_b", [2, Self.base.config.dim], .init(repeating: 0, count: 2 * Self.base.config.dim))
-        })
-        Self.expectGGUF(try Self.base.merging(outOfRange)) { if case .invalidField("tensor blk.5.attn_q.weight.lora_a", _, _) = $0 { true } else { false } }
-        let narrow = try LowRankAdapter(ggufData: Self.handFile { g in
+        }
+        let outOfRange = try LowRankAdapter(ggufData: outOfRangeFile)
+        let layerOffset = try Self.infoOffset(of: "blk.5.attn_q.weight.lora_a", in: outOfRangeFile)
+        Self.expectGGUF(try Self.base.merging(outOfRange)) {
+            if case .invalidField("tensor blk.5.attn_q.weight.lora_a", layerOffset, _) = $0 { true } else { false }
+        }
+        let narrowFile = Self.handFile { g in
             g.f32Tensor("blk.0.ffn_down.weight.lora_a", [3, 2], .init(repeating: 0, count: 6))
             g.f32Tensor("blk.0.ffn_down.weight.lora_b", [2, Self.base.config.dim], .init(repeating: 0, count: 2 * Self.base.config.dim))
-        })
+        }
+        let narrow = try LowRankAdapter(ggufData: narrowFile)
+        let narrowOffset = try Self.infoOffset(of: "blk.0.ffn_down.weight.lora_a", in: narrowFile)
         Self.expectGGUF(try Self.base.merging(narrow)) {
-            if case .shapeMismatch("blk.0.ffn_down.weight.lora_a", [Self.base.config.hiddenDim, 2], [3, 2], _) = $0 { true } else { false }
+            if case .shapeMismatch("blk.0.ffn_down.weight.lora_a", [Self.base.config.hiddenDim, 2], [3, 2], narrowOffset) = $0 { true } else { false }
         }
     }
 

@@ -55,6 +55,9 @@ public struct LowRankAdapter: Sendable {
         public let a: Matrix
         /// `B`, `out × rank`: the rank back to the projection's outputs.
         public let b: Matrix
+        /// Where the two tensors' entries stand in the adapter's file (0 for one made in memory),
+        /// for errors the merge finds.
+        package var byteOffsets: (a: Int, b: Int) = (0, 0)
     }
 
     /// The adapter's name (`general.name`).
@@ -228,7 +231,8 @@ public struct LowRankAdapter: Sendable {
             guard b.dimensions[0] == rank else {
                 throw .shapeMismatch(tensor: b.name, expected: [rank, b.dimensions[1]], found: b.dimensions, byteOffset: b.infoOffset)
             }
-            factors[target] = Factors(a: try load(a, from: data), b: try load(b, from: data))
+            factors[target] = Factors(a: try load(a, from: data), b: try load(b, from: data),
+                                      byteOffsets: (a.infoOffset, b.infoOffset))
         }
         return (rank, factors)
     }

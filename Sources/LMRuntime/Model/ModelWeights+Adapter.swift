@@ -21,17 +21,17 @@ extension ModelWeights {
         for (target, factors) in adapter.factors {
             let stem = "blk.\(target.layer).\(target.projection.rawValue).weight"
             guard target.layer < config.layerCount else {
-                throw .gguf(path: adapter.name, .invalidField(field: "tensor \(stem).lora_a", byteOffset: 0,
+                throw .gguf(path: adapter.name, .invalidField(field: "tensor \(stem).lora_a", byteOffset: factors.byteOffsets.a,
                                                               reason: "layer \(target.layer) of a model with \(config.layerCount) layers"))
             }
             let (out, input) = config.shape(of: target.projection)
             guard factors.a.cols == input else {
                 throw .gguf(path: adapter.name, .shapeMismatch(tensor: stem + ".lora_a", expected: [input, adapter.rank],
-                                                               found: [factors.a.cols, factors.a.rows], byteOffset: 0))
+                                                               found: [factors.a.cols, factors.a.rows], byteOffset: factors.byteOffsets.a))
             }
             guard factors.b.rows == out else {
                 throw .gguf(path: adapter.name, .shapeMismatch(tensor: stem + ".lora_b", expected: [adapter.rank, out],
-                                                               found: [factors.b.cols, factors.b.rows], byteOffset: 0))
+                                                               found: [factors.b.cols, factors.b.rows], byteOffset: factors.byteOffsets.b))
             }
         }
         var merged = config
@@ -49,7 +49,7 @@ extension ModelWeights {
                 else { continue }
                 let stem = "blk.\(layer).\(projection.rawValue).weight"
                 throw .gguf(path: adapter.name, .invalidField(
-                    field: "tensor \(stem).lora_b", byteOffset: 0,
+                    field: "tensor \(stem).lora_b", byteOffset: factors.byteOffsets.b,
                     reason: "its update takes the weight at row \(cell.row), column \(cell.column) beyond float32's range"))
             }
         }
