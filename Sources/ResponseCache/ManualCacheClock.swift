@@ -8,6 +8,6 @@ public final class ManualCacheClock: CacheClock {
     public init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { current = Mutex(start) }
     /// The clock's time.
     public var now: Date { current.withLock { $0 } }
-    /// Moves the clock forward.
+    /// Moves the clock forward, or back for a negative `seconds` (as a system clock set back does).
     public func advance(by seconds: TimeInterval) { current.withLock { $0 += seconds } }
 }

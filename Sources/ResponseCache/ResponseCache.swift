@@ -290,11 +290,19 @@ public actor ResponseCache<Value: Codable & Sendable> {
     }
 
     private func isExpired(_ created: Date, _ now: Date) -> Bool {
-        configuration.timeToLive.map { now.timeIntervalSince(created) > $0 } ?? false
+        configuration.timeToLive.map { Self.age(created, now) > $0 } ?? false
     }
 
     private func isStale(_ created: Date, _ now: Date) -> Bool {
-        configuration.staleAfter.map { now.timeIntervalSince(created) > $0 } ?? false
+        configuration.staleAfter.map { Self.age(created, now) > $0 } ?? false
+    }
+
+    /// Seconds since `created`; infinite for an entry dated after `now`. Such an entry was written
+    /// before the clock was set back (by hand, or by a time sync stepping it), so how old it is
+    /// cannot be known: it counts as older than any limit, and a time to live is never stretched
+    /// by the step.
+    private static func age(_ created: Date, _ now: Date) -> TimeInterval {
+        created > now ? .infinity : now.timeIntervalSince(created)
     }
 
     // MARK: Invalidation
@@ -351,15 +359,16 @@ public actor ResponseCache<Value: Codable & Sendable> {
         }
     }
 
-    /// The retention sweep: removes disk (and memory) entries older than ``Configuration/retentionDays``.
+    /// The retention sweep: removes disk (and memory) entries older than ``Configuration/retentionDays``,
+    /// and those dated after the clock's time (written before the clock was set back: of unknown age).
     /// - Returns: how many disk entries were removed.
     @discardableResult
     public func sweep() -> Int {
         guard let days = configuration.retentionDays else { return 0 }
-        let cutoff = clock.now.addingTimeInterval(-days * 86_400)
-        memory.removeAll { $0.created < cutoff }
+        let now = clock.now, cutoff = now.addingTimeInterval(-days * 86_400)
+        memory.removeAll { $0.created < cutoff || $0.created > now }
         guard let disk else { return 0 }
-        let removed = disk.removeAll { _, created in created < cutoff }
+        let removed = disk.removeAll { _, created in created < cutoff || created > now }
         metrics.evictions += removed
         metrics.bytesOnDisk = disk.byteCount
         return removed

@@ -120,6 +120,44 @@ struct ResponseCacheTests {
         #expect(metrics.staleServed == 1 && metrics.refreshes == 1)
     }
 
+    /// A clock set back (by hand, or by a time sync stepping it) leaves entries dated after it:
+    /// of unknown age, they count as older than every limit, in memory, on disk and in the sweep.
+    @Test func ttlStaleAndRetention_countAnEntryDatedAfterTheClockAsTooOld() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let clock = ManualCacheClock(), generate = Generator()
+        // Stale-while-revalidate: served at once, refreshed; the refreshed entry is fresh.
+        let swr = ResponseCache<String>(configuration: .init(staleAfter: 600), clock: clock)
+        _ = try await swr.value(for: key) { try await generate("summary") }
+        clock.advance(by: -1)
+        generate.bump()
+        let stale = try await swr.value(for: key) { try await generate("summary") }
+        #expect(stale.isStale && stale.value == "summary v0")
+        await swr.waitForBackgroundRefreshes()
+        let refreshed = try await swr.value(for: key) { try await generate("summary") }
+        #expect(!refreshed.isStale && refreshed.value == "summary v1")
+        // A time to live: expired from memory, and from the disk after a relaunch.
+        let configuration = ResponseCache<String>.Configuration(directory: directory, timeToLive: 3600, retentionDays: 30)
+        let cache = ResponseCache<String>(configuration: configuration, clock: clock)
+        _ = try await cache.value(for: key) { try await generate("summary") }
+        clock.advance(by: -86_400)
+        #expect(try await cache.value(for: key, policy: .cacheOnly) { "" }.origin == .none)
+        _ = try await cache.value(for: key) { try await generate("summary") }
+        clock.advance(by: -1)
+        let relaunched = ResponseCache<String>(configuration: configuration, clock: clock)
+        #expect(try await relaunched.value(for: key, policy: .cacheOnly) { "" }.origin == .none)
+        // The retention sweep removes what is dated after the clock and keeps what is not.
+        let other = CacheKey(parts: ["other"])
+        _ = try await relaunched.value(for: key) { try await generate("summary") }
+        clock.advance(by: -1)
+        _ = try await relaunched.value(for: other) { try await generate("other") }
+        #expect(await relaunched.sweep() == 1)
+        #expect(try await relaunched.value(for: other, policy: .cacheOnly) { "" }.origin == .memory)
+        #expect(try await ResponseCache<String>(configuration: configuration, clock: clock)
+            .value(for: other, policy: .cacheOnly) { "" }.origin == .disk)
+        #expect(try await relaunched.value(for: key, policy: .cacheOnly) { "" }.origin == .none)
+    }
+
     @Test func invalidation_byKeyTagFingerprintAndAll() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
