@@ -249,6 +249,17 @@ struct LowRankAdapterTests {
         Self.expectGGUF(try Self.base.merging(outOfRange)) {
             if case .invalidField("tensor blk.5.attn_q.weight.lora_a", layerOffset, _) = $0 { true } else { false }
         }
+        // Several misfits: the lowest layer is named, whatever order the factors come in.
+        let layers = Self.base.config.layerCount
+        let misfits = try LowRankAdapter(ggufData: Self.handFile { g in
+            for layer in (layers ..< layers + 8).reversed() {
+                g.f32Tensor("blk.\(layer).attn_k.weight.lora_a", [Self.base.config.dim, 2], .init(repeating: 0, count: 2 * Self.base.config.dim))
+                g.f32Tensor("blk.\(layer).attn_k.weight.lora_b", [2, Self.base.config.kvDim], .init(repeating: 0, count: 2 * Self.base.config.kvDim))
+            }
+        })
+        Self.expectGGUF(try Self.base.merging(misfits)) {
+            if case .invalidField("tensor blk.\(layers).attn_k.weight.lora_a", _, _) = $0 { true } else { false }
+        }
         let narrowFile = Self.handFile { g in
             g.f32Tensor("blk.0.ffn_down.weight.lora_a", [3, 2], .init(repeating: 0, count: 6))
             g.f32Tensor("blk.0.ffn_down.weight.lora_b", [2, Self.base.config.dim], .init(repeating: 0, count: 2 * Self.base.config.dim))

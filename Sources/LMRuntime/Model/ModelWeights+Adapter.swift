@@ -18,7 +18,9 @@ extension ModelWeights {
             throw .incompatibleAdapter(name: adapter.name, baseFingerprint: adapter.baseFingerprint.description,
                                        modelFingerprint: fingerprint.description)
         }
-        for (target, factors) in adapter.factors {
+        // In layer and projection order, so that an error names the same tensor every time.
+        let ordered = adapter.factors.sorted { ($0.key.layer, $0.key.projection.order) < ($1.key.layer, $1.key.projection.order) }
+        for (target, factors) in ordered {
             let stem = "blk.\(target.layer).\(target.projection.rawValue).weight"
             guard target.layer < config.layerCount else {
                 throw .gguf(path: adapter.name, .invalidField(field: "tensor \(stem).lora_a", byteOffset: factors.byteOffsets.a,
@@ -40,21 +42,20 @@ extension ModelWeights {
         do { copy = try unpackedCopy(config: merged, memoryLimit: memoryLimit) } catch let error as ModelLoadError {
             throw error
         } catch { throw .allocationFailed(bytes: byteCount) }
-        // In layer and projection order, so that an error names the same tensor every time.
-        for layer in 0 ..< config.layerCount {
-            for projection in LowRankAdapter.Projection.allCases {
-                guard let factors = adapter.factors[.init(layer: layer, projection: projection)] else { continue }
-                let weights = copy.layers[layer].matrix(projection)
-                guard let cell = Kernels.addLowRankProduct(factors.b, factors.a, scale: adapter.scale, to: weights)
-                else { continue }
-                let stem = "blk.\(layer).\(projection.rawValue).weight"
-                throw .gguf(path: adapter.name, .invalidField(
-                    field: "tensor \(stem).lora_b", byteOffset: factors.byteOffsets.b,
-                    reason: "its update takes the weight at row \(cell.row), column \(cell.column) beyond float32's range"))
-            }
+        for (target, factors) in ordered {
+            let weights = copy.layers[target.layer].matrix(target.projection)
+            guard let cell = Kernels.addLowRankProduct(factors.b, factors.a, scale: adapter.scale, to: weights) else { continue }
+            throw .gguf(path: adapter.name, .invalidField(
+                field: "tensor blk.\(target.layer).\(target.projection.rawValue).weight.lora_b", byteOffset: factors.byteOffsets.b,
+                reason: "its update takes the weight at row \(cell.row), column \(cell.column) beyond float32's range"))
         }
         return copy.finishedLoading()
     }
+}
+
+extension LowRankAdapter.Projection {
+    /// The projection's place in ``allCases``: the order merges visit and report them in.
+    fileprivate var order: Int { Self.allCases.firstIndex(of: self) ?? 0 }
 }
 
 extension LayerWeights {
