@@ -365,10 +365,10 @@ public actor ResponseCache<Value: Codable & Sendable> {
     @discardableResult
     public func sweep() -> Int {
         guard let days = configuration.retentionDays else { return 0 }
-        let now = clock.now, cutoff = now.addingTimeInterval(-days * 86_400)
-        memory.removeAll { $0.created < cutoff || $0.created > now }
+        let now = clock.now, limit = days * 86_400
+        memory.removeAll { Self.age($0.created, now) > limit }
         guard let disk else { return 0 }
-        let removed = disk.removeAll { _, created in created < cutoff || created > now }
+        let removed = disk.removeAll { _, created in Self.age(created, now) > limit }
         metrics.evictions += removed
         metrics.bytesOnDisk = disk.byteCount
         return removed
