@@ -70,7 +70,7 @@ extension KVBench {
             let adapter = LowRankAdapter.random(for: weights, rank: rank, alpha: alpha,
                                                 projections: projections.compactMap(LowRankAdapter.Projection.init(rawValue:)),
                                                 strength: strength, seed: adapterSeed, name: name, creatorDefinedMetadata: metadata)
-            let data = adapter.ggufData()
+            let data = try adapter.ggufData()
             try data.write(to: URL(fileURLWithPath: output), options: .atomic)
             let version = String(adapter.baseFingerprint.description.prefix(8))
             print("""

@@ -50,7 +50,7 @@ extension KVBench {
             if writesGGUF {
                 let tensorType = Self.types[type ?? "f32"]!
                 try weights.checkRange(for: tensorType)   // refused before anything is written
-                let data = weights.ggufData(tokenizer: tokenizer, tensorType: tensorType)
+                let data = try weights.ggufData(tokenizer: tokenizer, tensorType: tensorType)
                 try data.write(to: url, options: .atomic)
                 print("wrote \(output): GGUF v3, llama, \(weights.config.layerCount) layers, \(tokenizer.vocabSize) tokens, \(type ?? "f32"), \(data.count) bytes")
             } else {

@@ -83,7 +83,7 @@ struct LowRankAdapterTests {
     func ggufData_roundTripsFactorsAndMetadata(type: GGUFTensorType) throws {
         let adapter = LowRankAdapter.random(for: Self.base, rank: 3, alpha: 6, projections: [.query, .down], layers: 1 ..< 2,
                                             seed: 11, name: "demo", creatorDefinedMetadata: #"{"a":1}"#)
-        let data = adapter.ggufData(tensorType: type)
+        let data = try adapter.ggufData(tensorType: type)
         let read = try LowRankAdapter(ggufData: data)
         #expect(read.name == "demo" && read.rank == 3 && read.alpha == 6 && read.creatorDefinedMetadata == #"{"a":1}"#)
         #expect(read.baseFingerprint == ModelFingerprint(Self.base))
@@ -271,11 +271,11 @@ struct LowRankAdapterTests {
         }
     }
 
-    @Test func init_namesWhatIsWrongWithAMalformedFile() {
+    @Test func init_namesWhatIsWrongWithAMalformedFile() throws {
         func expect(_ data: Data, _ matches: (GGUFError) -> Bool, sourceLocation: SourceLocation = #_sourceLocation) {
             Self.expectGGUF(try LowRankAdapter(ggufData: data), matches, sourceLocation: sourceLocation)
         }
-        expect(Fixtures.tinyWeights().ggufData()) { if case .missingKey("general.type") = $0 { true } else { false } }
+        try expect(Fixtures.tinyWeights().ggufData()) { if case .missingKey("general.type") = $0 { true } else { false } }
         expect(Self.handFile { $0.metadata[1].2 = HandGGUF.str("model") }) {
             if case .invalidField("general.type", _, _) = $0 { true } else { false }
         }

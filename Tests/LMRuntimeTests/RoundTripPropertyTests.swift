@@ -82,7 +82,7 @@ struct RoundTripPropertyTests {
             let tokenizer = Self.vocabulary(seed: UInt64(choice[10]), extra: choice[5] % 40, text: true)
             config.vocabSize = tokenizer.vocabSize
             let weights = try! ModelWeights.synthetic(config, seed: UInt64(choice[10]))
-            let data = weights.ggufData(tokenizer: tokenizer)
+            let data = try! weights.ggufData(tokenizer: tokenizer)
             let back = try! ModelWeights.gguf(data: data)
             var expected = config
             (expected.name, expected.weights) = (back.config.name, back.config.weights)

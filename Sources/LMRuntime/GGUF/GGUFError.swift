@@ -34,7 +34,8 @@ public enum GGUFError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .missingKey(key): "metadata key '\(key)' is missing"
         case let .unsupportedArchitecture(name): "architecture '\(name)' is not supported (only 'llama')"
         case let .unsupportedTensorType(tensor, type, offset):
-            "tensor '\(tensor)' (described at byte \(offset)) has GGML type \(type); supported: F32 (0), F16 (1), Q8_0 (8)"
+            "tensor '\(tensor)' (described at byte \(offset)) has GGML type \(type); supported: "
+                + GGUFTensorType.allCases.map { "\($0.ggmlName) (\($0.rawValue))" }.joined(separator: ", ")
         case let .shapeMismatch(tensor, expected, found, offset):
             "tensor '\(tensor)' (described at byte \(offset)) has shape \(found), the metadata implies \(expected)"
         case let .missingTensor(name): "tensor '\(name)' is missing"

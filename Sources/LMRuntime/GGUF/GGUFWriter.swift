@@ -8,7 +8,8 @@ struct GGUFWriter {
 
     mutating func set(_ key: String, _ value: GGUFValue) { metadata.append((key, value)) }
 
-    /// Adds a matrix as a tensor of GGML dimensions `[cols, rows]` (or `[cols]` when `vector`).
+    /// Adds a matrix as a tensor of GGML dimensions `[cols, rows]` (or `[cols]` when `vector`), in
+    /// a writable encoding (``GGUFTensorType/isWritable``; the public writers check it).
     mutating func add(_ name: String, _ matrix: Matrix, type: GGUFTensorType, vector: Bool = false) {
         let dimensions = vector ? [matrix.rows * matrix.cols] : [matrix.cols, matrix.rows]
         var bytes = Data()
@@ -16,7 +17,13 @@ struct GGUFWriter {
         case .f32: Kernels.appendLittleEndianFloats(matrix, to: &bytes)
         case .f16: Kernels.appendHalfs(matrix, to: &bytes)
         case .q8_0: Kernels.appendQ8_0(matrix, to: &bytes)
+        default: preconditionFailure("\(type.ggmlName) is not written (callers check isWritable)")
         }
+        tensors.append((name, dimensions, type, bytes))
+    }
+
+    /// Adds a tensor whose bytes are already encoded (tests write encodings the package does not).
+    mutating func addEncoded(_ name: String, dimensions: [Int], type: GGUFTensorType, bytes: Data) {
         tensors.append((name, dimensions, type, bytes))
     }
 

@@ -162,14 +162,21 @@ public struct LowRankAdapter: Sendable {
         }
         var adapter = LowRankAdapter(name: name, rank: rank, alpha: alpha, baseFingerprint: ModelFingerprint(weights),
                                      creatorDefinedMetadata: creatorDefinedMetadata, factors: factors)
-        adapter.identity = digest(adapter.ggufData())   // named by the bytes it saves as, as if read back
+        adapter.identity = digest(adapter.encoded(as: .f32))   // named by the bytes it saves as, as if read back
         return adapter
     }
 
     /// The adapter as a GGUF file, readable by ``init(contentsOf:)``; factors in `tensorType`
     /// (with Q8_0, a factor whose rows are not whole 32-weight blocks is written as F16). A factor
     /// beyond the encoding's range is written infinite, not refused: ``checkRange(for:)`` first.
-    public func ggufData(tensorType: GGUFTensorType = .f32) -> Data {
+    /// - Throws: ``ModelLoadError/unwritableEncoding(_:)`` for an encoding the package only reads.
+    public func ggufData(tensorType: GGUFTensorType = .f32) throws(ModelLoadError) -> Data {
+        guard tensorType.isWritable else { throw .unwritableEncoding(tensorType) }
+        return encoded(as: tensorType)
+    }
+
+    /// ``ggufData(tensorType:)`` in a writable encoding.
+    private func encoded(as tensorType: GGUFTensorType) -> Data {
         var writer = GGUFWriter()
         writer.set("general.architecture", .string("llama"))
         writer.set("general.type", .string("adapter"))
@@ -188,8 +195,10 @@ public struct LowRankAdapter: Sendable {
     /// by the rules of ``ModelWeights/checkRange(for:)``.
     /// - Throws: ``ModelLoadError/beyondHalfRange(tensor:count:largest:)`` or
     ///   ``ModelLoadError/beyondQ8_0Range(tensor:blocks:largest:)`` for the first factor (in file
-    ///   order) that does not fit.
+    ///   order) that does not fit; ``ModelLoadError/unwritableEncoding(_:)`` for an encoding the
+    ///   package only reads.
     public func checkRange(for tensorType: GGUFTensorType) throws(ModelLoadError) {
+        guard tensorType.isWritable else { throw .unwritableEncoding(tensorType) }
         for (name, matrix) in namedFactors {
             if let error = ModelLoadError.encodingOverflow(tensor: name, WeightMatrix(matrix), as: tensorType) { throw error }
         }
@@ -250,11 +259,7 @@ public struct LowRankAdapter: Sendable {
     /// A tensor's values as a float32 matrix (GGML `[cols, rows]`); every value must be finite.
     private static func load(_ info: GGUFTensorInfo, from data: Data) throws(GGUFError) -> Matrix {
         let matrix = Matrix.zeros(rows: info.dimensions[1], cols: info.dimensions[0])
-        switch info.type {
-        case .f32: Kernels.loadLittleEndianFloats(from: data, byteOffset: info.dataOffset, into: matrix)
-        case .f16: Kernels.loadHalfs(from: data, byteOffset: info.dataOffset, into: matrix)
-        case .q8_0: Kernels.loadQ8_0(from: data, byteOffset: info.dataOffset, into: matrix)
-        }
+        info.type.decode(from: data, byteOffset: info.dataOffset, into: matrix)
         guard matrix.toArray().allSatisfy(\.isFinite) else {
             throw .invalidField(field: "tensor \(info.name)", byteOffset: info.infoOffset, reason: "holds a value that is not finite")
         }

@@ -32,6 +32,9 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
     /// infinite half scale, turning all their weights infinite or NaN: each holds a finite weight
     /// of magnitude 8,321,040 (65,520 × 127) or more, the largest `largest`. Nothing was written.
     case beyondQ8_0Range(tensor: String, blocks: Int, largest: Float)
+    /// Writing was asked for in an encoding the package reads but does not write (see
+    /// ``GGUFTensorType/isWritable``). Nothing was written.
+    case unwritableEncoding(GGUFTensorType)
 
     /// A sentence naming the problem.
     public var description: String {
@@ -55,6 +58,8 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
         case let .beyondHalfRange(tensor, count, largest):
             "\(count) weight\(count == 1 ? "" : "s") of \(tensor) (the largest of magnitude \(largest)) "
                 + "would become infinite as IEEE halfs, whose range ends at ±65,504: keep this model in f32"
+        case let .unwritableEncoding(type):
+            "\(type.ggmlName) is read but not written; write F32, F16 or Q8_0"
         case let .beyondQ8_0Range(tensor, blocks, largest):
             "\(blocks) Q8_0 block\(blocks == 1 ? "" : "s") of \(tensor) (the largest weight of magnitude \(largest)) "
                 + "would need a scale beyond the IEEE half range (weights below 8,321,040 fit): keep this model in f32"
@@ -67,7 +72,7 @@ extension ModelLoadError {
     /// `requested` (as it applies to its rows), or nil when it would.
     static func encodingOverflow(tensor: String, _ matrix: WeightMatrix, as requested: GGUFTensorType) -> ModelLoadError? {
         switch requested.encoding(forRowLength: matrix.cols) {
-        case .f32: return nil
+        case .f32, .bf16, .q4_0, .q4_1, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K: return nil   // not written
         case .f16:
             let overflow = Kernels.halfOverflow(matrix)
             return overflow.count > 0 ? .beyondHalfRange(tensor: tensor, count: overflow.count, largest: overflow.largest) : nil

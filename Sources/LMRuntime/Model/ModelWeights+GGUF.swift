@@ -46,11 +46,7 @@ extension ModelWeights {
             }
             for (target, info) in zip(targets, infos) {
                 let matrix = target.matrix.floatMatrix()   // a view: fresh float32 weights are plain rows
-                switch info.type {
-                case .f32: Kernels.loadLittleEndianFloats(from: data, byteOffset: info.dataOffset, into: matrix)
-                case .f16: Kernels.loadHalfs(from: data, byteOffset: info.dataOffset, into: matrix)
-                case .q8_0: Kernels.loadQ8_0(from: data, byteOffset: info.dataOffset, into: matrix)
-                }
+                info.type.decode(from: data, byteOffset: info.dataOffset, into: matrix)
             }
         } catch { throw ModelLoadError.gguf(path: path, error) }
         return weights.finishedLoading()
@@ -123,12 +119,24 @@ extension ModelWeights {
     ///     Halfs are rounded as ``converted(to:)`` rounds them, but a weight (or a Q8_0 scale)
     ///     beyond their range is written as an infinity, not refused: call
     ///     ``checkRange(for:)`` first to refuse it.
-    public func ggufData(tokenizer: Tokenizer? = nil, tensorType: GGUFTensorType = .f32) -> Data {
+    /// - Throws: ``ModelLoadError/unwritableEncoding(_:)`` for an encoding the package only reads.
+    public func ggufData(tokenizer: Tokenizer? = nil, tensorType: GGUFTensorType = .f32) throws(ModelLoadError) -> Data {
+        guard tensorType.isWritable else { throw .unwritableEncoding(tensorType) }
+        var writer = ggufWriter(tokenizer: tokenizer, fileType: tensorType == .f16 ? 1 : tensorType == .q8_0 ? 7 : 0)
+        for t in ggufTensors() {
+            let type = t.vector ? .f32 : tensorType.encoding(forRowLength: t.matrix.cols)
+            writer.add(t.name, t.matrix.floatMatrix(), type: type, vector: t.vector)
+        }
+        return writer.data()
+    }
+
+    /// A writer holding the model's metadata (and its tokenizer's), for its tensors to be added;
+    /// `fileType` is llama.cpp's `LLAMA_FTYPE` for `general.file_type`.
+    func ggufWriter(tokenizer: Tokenizer?, fileType: UInt32) -> GGUFWriter {
         let c = config
         var writer = GGUFWriter()
         writer.set("general.architecture", .string("llama"))
         writer.set("general.name", .string(c.name))
-        let fileType: UInt32 = switch tensorType { case .f32: 0; case .f16: 1; case .q8_0: 7 }   // llama.cpp's LLAMA_FTYPE
         writer.set("general.file_type", .uint32(fileType))
         for (key, value) in [("llama.context_length", c.contextLength), ("llama.embedding_length", c.dim),
                              ("llama.block_count", c.layerCount), ("llama.feed_forward_length", c.hiddenDim),
@@ -139,10 +147,6 @@ extension ModelWeights {
         writer.set("llama.attention.layer_norm_rms_epsilon", .float32(c.normEpsilon))
         writer.set("llama.rope.freq_base", .float32(c.ropeTheta))
         for (key, value) in tokenizer?.ggufMetadata() ?? [] { writer.set(key, value) }
-        for t in ggufTensors() {
-            let type = t.vector ? .f32 : tensorType.encoding(forRowLength: t.matrix.cols)
-            writer.add(t.name, t.matrix.floatMatrix(), type: type, vector: t.vector)
-        }
-        return writer.data()
+        return writer
     }
 }

@@ -248,8 +248,10 @@ public final class ModelWeights: Sendable {
     /// largest magnitude). Half weights always pass.
     /// - Throws: for the first tensor (in file order) that does not fit,
     ///   ``ModelLoadError/beyondHalfRange(tensor:count:largest:)`` when it is written as halfs, or
-    ///   ``ModelLoadError/beyondQ8_0Range(tensor:blocks:largest:)`` when as Q8_0 blocks.
+    ///   ``ModelLoadError/beyondQ8_0Range(tensor:blocks:largest:)`` when as Q8_0 blocks;
+    ///   ``ModelLoadError/unwritableEncoding(_:)`` for an encoding the package only reads.
     public func checkRange(for tensorType: GGUFTensorType) throws(ModelLoadError) {
+        guard tensorType.isWritable else { throw .unwritableEncoding(tensorType) }
         for t in ggufTensors() where !t.vector {
             if let error = ModelLoadError.encodingOverflow(tensor: t.name, t.matrix, as: tensorType) { throw error }
         }
