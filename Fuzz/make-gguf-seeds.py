@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the GGUF seed inputs in Fuzz/corpus/gguf: three tiny llama models (F32, F16, Q8_0) with a
+"""Writes the GGUF seed inputs in Fuzz/corpus/gguf: four tiny llama models (F32, F16, Q8_0, Q4_1) with a
 260-token vocabulary, small enough for libFuzzer to mutate. Run from the repository root."""
 import struct
 
@@ -16,6 +16,14 @@ def kv_f32s(key, vs): return s(key) + struct.pack("<IIQ", 9, 6, len(vs)) + b"".j
 def encode(values, kind, cols):
     if kind == 0: return b"".join(struct.pack("<f", v) for v in values)
     if kind == 1: return b"".join(struct.pack("<e", v) for v in values)
+    if kind == 3:   # Q4_1: per 32 values a half scale and minimum, then 32 nibbles (low ones first)
+        out = b""
+        for i in range(0, len(values), 32):
+            block = values[i:i + 32]
+            low, d = min(block), (max(block) - min(block)) / 15
+            q = [0 if d == 0 else min(15, round((v - low) / d)) for v in block]
+            out += struct.pack("<ee", d, low) + bytes(q[j] | q[j + 16] << 4 for j in range(16))
+        return out
     out = b""   # Q8_0: per 32 values a half scale and 32 int8
     for i in range(0, len(values), 32):
         block = values[i:i + 32]
@@ -52,5 +60,5 @@ def model(kind, dim, hidden):
         out += b"\0" * ((32 - len(out) % 32) % 32) + blob
     return out
 
-for name, kind, dim, hidden in [("f32", 0, 8, 8), ("f16", 1, 8, 12), ("q8_0", 8, 32, 32)]:
+for name, kind, dim, hidden in [("f32", 0, 8, 8), ("f16", 1, 8, 12), ("q8_0", 8, 32, 32), ("q4_1", 3, 32, 32)]:
     open("Fuzz/corpus/gguf/%s.gguf" % name, "wb").write(model(kind, dim, hidden))

@@ -72,7 +72,8 @@ extension ModelLoadError {
     /// `requested` (as it applies to its rows), or nil when it would.
     static func encodingOverflow(tensor: String, _ matrix: WeightMatrix, as requested: GGUFTensorType) -> ModelLoadError? {
         switch requested.encoding(forRowLength: matrix.cols) {
-        case .f32, .bf16, .q4_0, .q4_1, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K: return nil   // not written
+        case .f32: return nil
+        case .bf16, .q4_0, .q4_1, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K: return nil   // never written
         case .f16:
             let overflow = Kernels.halfOverflow(matrix)
             return overflow.count > 0 ? .beyondHalfRange(tensor: tensor, count: overflow.count, largest: overflow.largest) : nil
