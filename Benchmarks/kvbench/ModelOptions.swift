@@ -65,13 +65,16 @@ struct ModelOptions: ParsableArguments {
     }
 
     /// The weights named by the options (`fallback` when no model is named), read in float32, with
-    /// `--adapter` merged, then kept in `--precision`.
+    /// `--adapter` merged, then kept in `--precision` (a GGUF without an adapter is read straight
+    /// into it).
     func loadWeights(fallback: String) throws -> ModelWeights {
         let weights: ModelWeights, wanted: WeightPrecision
         if let checkpoint {
             (weights, wanted) = (try ModelWeights.checkpoint(at: URL(fileURLWithPath: checkpoint)), precision ?? .f32)
         } else if let gguf {
-            (weights, wanted) = (try ModelWeights.gguf(at: URL(fileURLWithPath: gguf)), precision ?? .f32)
+            wanted = precision ?? .f32
+            // Without an adapter to merge in float32, halfs are decoded straight into half storage.
+            weights = try ModelWeights.gguf(at: URL(fileURLWithPath: gguf), precision: adapter == nil ? wanted : .f32)
         } else {
             let catalog = ModelCatalog.bundled
             var config = try catalog.config(named: model ?? fallback)

@@ -60,7 +60,7 @@ public struct ModelCatalog: Sendable {
         switch config.weights {
         case let .synthetic(seed): return try .synthetic(config, seed: seed)
         case let .checkpoint(path): return try ModelWeights.checkpoint(at: resolve(path)).converted(to: config.weightPrecision)
-        case let .gguf(path): return try ModelWeights.gguf(at: resolve(path)).converted(to: config.weightPrecision)
+        case let .gguf(path): return try ModelWeights.gguf(at: resolve(path), precision: config.weightPrecision)
         }
     }
 

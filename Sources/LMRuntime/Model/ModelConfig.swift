@@ -46,7 +46,7 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         case synthetic(seed: UInt64)
         /// A llama2.c checkpoint file, relative to the config's folder or absolute.
         case checkpoint(path: String)
-        /// A GGUF file (``ModelWeights/gguf(at:memoryLimit:)``), relative to the config's folder or absolute.
+        /// A GGUF file (``ModelWeights/gguf(at:precision:memoryLimit:)``), relative to the config's folder or absolute.
         case gguf(path: String)
     }
 

@@ -5,30 +5,40 @@ extension ModelWeights {
     ///
     /// Reads the dimensions from `llama.*` metadata, then every tensor under llama.cpp's names
     /// (`token_embd`, `blk.N.attn_q`, ..., `output_norm`, and `output` unless the classifier is
-    /// tied to the embedding), decoding F32, F16 and Q8_0 to float32. Q and K are used as stored:
-    /// GGUF's `llama` RoPE rotates adjacent pairs, as llama2.c and this runtime do.
+    /// tied to the embedding), decoding every encoding ``GGUFTensorType`` lists to float32. Q and K
+    /// are used as stored: GGUF's `llama` RoPE rotates adjacent pairs, as llama2.c and this runtime do.
     /// - Parameters:
     ///   - url: the `.gguf` file.
+    ///   - precision: how the weight matrices are kept. With `.f16` each tensor is decoded to
+    ///     float32 scratch and rounded into half storage in turn, so the float32 model never exists
+    ///     in memory; the weights have the bits of loading in float32 and then
+    ///     ``converted(to:memoryLimit:)``, and are refused the same way when one does not fit a half.
     ///   - memoryLimit: the most bytes running the model may need (``MemoryLimit``), checked before
     ///     anything is allocated.
     /// - Throws: ``ModelLoadError/gguf(path:_:)`` naming the field or tensor and its byte offset,
-    ///   or the ``ModelLoadError`` cases for unreadable files, impossible dimensions and memory.
-    public static func gguf(at url: URL, memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
+    ///   ``ModelLoadError/beyondHalfRange(tensor:count:largest:)`` (with `.f16`), or the
+    ///   ``ModelLoadError`` cases for unreadable files, impossible dimensions and memory.
+    public static func gguf(at url: URL, precision: WeightPrecision = .f32,
+                            memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
         let data = try ModelLoadError.mappedContents(of: url)
-        return try gguf(data: data, path: url.path, memoryLimit: memoryLimit)
+        return try gguf(data: data, path: url.path, precision: precision, memoryLimit: memoryLimit)
     }
 
-    /// Loads a GGUF model from its bytes (see ``gguf(at:memoryLimit:)``).
-    public static func gguf(data: Data, path: String = "<memory>", memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
-        let file: GGUFFile, config: ModelConfig
+    /// Loads a GGUF model from its bytes (see ``gguf(at:precision:memoryLimit:)``).
+    public static func gguf(data: Data, path: String = "<memory>", precision: WeightPrecision = .f32,
+                            memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
+        let file: GGUFFile
+        var config: ModelConfig
         do throws(GGUFError) {
             file = try GGUFFile(data: data)
             config = try ggufConfig(file, path: path)
         } catch { throw ModelLoadError.gguf(path: path, error) }
+        config.weightPrecision = precision
         try config.validate()
         try config.checkResources(limit: memoryLimit)
         let weights = try ModelWeights(zeroedFor: config, memoryLimit: memoryLimit)
         let targets = weights.ggufTensors()
+        let infos: [GGUFTensorInfo]
         do throws(GGUFError) {
             let known = Set(targets.map(\.name))
             if let stray = file.tensors.first(where: { !known.contains($0.name) }) {
@@ -36,7 +46,7 @@ extension ModelWeights {
                                              reason: "not a tensor of the llama architecture (rope scaling and other extras are not supported)")
             }
             // Every shape is checked before any data is decoded.
-            let infos = try targets.map { target throws(GGUFError) -> GGUFTensorInfo in
+            infos = try targets.map { target throws(GGUFError) -> GGUFTensorInfo in
                 guard let info = file.tensor(named: target.name) else { throw .missingTensor(target.name) }
                 let expected = target.vector ? [target.matrix.rows * target.matrix.cols] : [target.matrix.cols, target.matrix.rows]
                 guard info.dimensions == expected else {
@@ -44,12 +54,25 @@ extension ModelWeights {
                 }
                 return info
             }
-            for (target, info) in zip(targets, infos) {
+        } catch { throw ModelLoadError.gguf(path: path, error) }
+        // Half targets are decoded into one float32 scratch as large as the largest of them.
+        let halfCounts = targets.compactMap { t -> Int? in if case .f16 = t.matrix.storage { t.matrix.rows * t.matrix.cols } else { nil } }
+        let scratch: FloatBuffer?
+        do { scratch = try halfCounts.max().map { try FloatBuffer(checkedCount: $0) } } catch {
+            throw ModelLoadError.allocationFailed(bytes: 4 * (halfCounts.max() ?? 0))
+        }
+        for (target, info) in zip(targets, infos) {
+            guard let scratch, case .f16 = target.matrix.storage else {
                 let matrix = target.matrix.floatMatrix()   // a view: fresh float32 weights are plain rows
                 info.type.decode(from: data, byteOffset: info.dataOffset, into: matrix)
+                continue
             }
-        } catch { throw ModelLoadError.gguf(path: path, error) }
-        return weights.finishedLoading()
+            let floats = WeightMatrix(Matrix(buffer: scratch, rows: target.matrix.rows, cols: target.matrix.cols))
+            info.type.decode(from: data, byteOffset: info.dataOffset, into: floats.floatMatrix())
+            if let error = ModelLoadError.encodingOverflow(tensor: target.name, floats, as: .f16) { throw error }
+            Kernels.convert(floats, into: target.matrix)
+        }
+        return weights.finishedLoading().checkingFiniteHalfs()
     }
 
     /// The model's dimensions from a GGUF file's metadata.
@@ -111,7 +134,7 @@ extension ModelWeights {
     }
 
     /// The model (and, when given, its tokenizer) as a GGUF version 3 file of the `llama`
-    /// architecture, readable by ``gguf(at:memoryLimit:)`` and by llama.cpp.
+    /// architecture, readable by ``gguf(at:precision:memoryLimit:)`` and by llama.cpp.
     /// - Parameters:
     ///   - tokenizer: written as a SentencePiece-style `llama` vocabulary (spaces as `▁`).
     ///   - tensorType: the matrices' encoding. Norms stay F32; with Q8_0, a matrix whose row

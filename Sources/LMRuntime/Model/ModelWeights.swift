@@ -224,8 +224,14 @@ public final class ModelWeights: Sendable {
         target.weightPrecision = precision
         let out = try ModelWeights(zeroedFor: target, memoryLimit: memoryLimit).laidOut(like: self)
         copyEach(into: out) { Kernels.convert($0, into: $1) }
-        // Rounding to half can overflow to infinity: the kernels learn which matrices stayed finite.
-        return out.mappingProjections(pairedWith: out) { m, _ in m.checkingFiniteHalfs() }
+        return out.checkingFiniteHalfs()
+    }
+
+    /// These weights with each half-precision projection scanned for infinities and NaNs, so the
+    /// kernels learn which matrices are finite (``WeightMatrix/checkingFiniteHalfs()``). Loaders
+    /// call it once the values are final; float32 weights come back as they are.
+    func checkingFiniteHalfs() -> ModelWeights {
+        precision == .f16 ? mappingProjections(pairedWith: self) { m, _ in m.checkingFiniteHalfs() } : self
     }
 
     /// Checks that every weight matrix fits IEEE half precision: that no finite weight has a

@@ -55,7 +55,7 @@ public final class SystemLanguageModel: LanguageModel {
     }
 
     /// A GGUF (version 3) `llama` model with the vocabulary stored in it
-    /// (see ``LMRuntime/ModelWeights/gguf(at:memoryLimit:)`` for what is read), its weights kept
+    /// (see ``LMRuntime/ModelWeights/gguf(at:precision:memoryLimit:)`` for what is read), its weights kept
     /// in `weightPrecision` (default float32, whatever the file's tensor types), with `adapter`
     /// merged when given.
     public init(gguf: URL, adapter: Adapter? = nil, weightPrecision: WeightPrecision? = nil,
