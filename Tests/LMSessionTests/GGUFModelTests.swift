@@ -26,6 +26,24 @@ struct GGUFModelTests {
         #expect(answers[0] == answers[1])
     }
 
+    @Test func ggufModel_inHalfsReadsThemStraightAndFingerprintsTheFloatWeights() async throws {
+        let loaded = try tinyModel.loaded()
+        let url = Fixtures.temporaryFile("tiny-halfs.gguf")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try loaded.weights.ggufData(tokenizer: loaded.tokenizer).write(to: url)
+        let halfs = SystemLanguageModel(gguf: url, weightPrecision: .f16, prefixStore: .memoryOnly(memoryByteLimit: 0))
+        let floats = SystemLanguageModel(gguf: url, prefixStore: .memoryOnly(memoryByteLimit: 0))
+        let read = try ModelWeights.gguf(at: url), converted = try read.converted(to: .f16)   // the file's config names it
+        #expect(try halfs.loaded().weights.precision == .f16)
+        #expect(try ModelFingerprint(halfs.loaded().weights) == ModelFingerprint(converted))   // the bits of converting
+        // Adapters match the float32 weights, which the half model never held: taken when asked for, twice the same.
+        #expect(try halfs.baseFingerprint() == floats.baseFingerprint())
+        #expect(try halfs.baseFingerprint() == ModelFingerprint(read))
+        let session = LanguageModelSession(model: halfs, instructions: "You are a running coach.")
+        let response = try await session.respond(to: "Plan a tempo run.", options: short(8))
+        #expect(!response.content.isEmpty)
+    }
+
     @Test func ggufModel_aMalformedFileIsATypedLoadError() throws {
         let url = Fixtures.temporaryFile("bad.gguf")
         defer { try? FileManager.default.removeItem(at: url) }

@@ -21,11 +21,14 @@ public final class SystemLanguageModel: LanguageModel {
     /// Merged into the float32 weights when they load, before ``precision`` applies.
     let adapter: Adapter?
     private let cache = Locked<Result<Loaded, ModelLoadError>?>(nil)
+    /// The base fingerprint of a GGUF read straight into halfs, once asked for.
+    private let deferredFingerprint = Locked<Result<ModelFingerprint, ModelLoadError>?>(nil)
 
-    /// The loaded model and the fingerprint of its float32 weights before any adapter.
+    /// The loaded model and the fingerprint of its float32 weights before any adapter (`nil` for a
+    /// GGUF read straight into halfs, whose fingerprint is taken when asked for).
     private struct Loaded: Sendable {
         let model: LoadedModel
-        let baseFingerprint: ModelFingerprint
+        let baseFingerprint: ModelFingerprint?
     }
 
     /// A bundled model by config name (`tiny`, `small`, `base`).
@@ -80,8 +83,19 @@ public final class SystemLanguageModel: LanguageModel {
 
     /// The fingerprint of the model's float32 weights before any adapter: what an adapter made
     /// for this model records (``LMRuntime/LowRankAdapter/baseFingerprint``). Loads the model. For
-    /// a model made from a ``LoadedModel``, that model's own fingerprint.
-    public func baseFingerprint() throws -> ModelFingerprint { try loadedOnce().baseFingerprint }
+    /// a model made from a ``LoadedModel``, that model's own fingerprint. A GGUF model kept in
+    /// halfs without an adapter never held float32 weights: the first call reads the file again in
+    /// float32 for this, then lets them go.
+    public func baseFingerprint() throws -> ModelFingerprint {
+        if let known = try loadedOnce().baseFingerprint { return known }
+        guard case let .gguf(file) = source else { preconditionFailure("only a GGUF read into halfs defers it") }
+        return try deferredFingerprint.withLock { known -> Result<ModelFingerprint, ModelLoadError> in
+            if let known { return known }
+            let result = Result { () throws(ModelLoadError) in ModelFingerprint(try Self.readGGUF(file, precision: .f32)) }
+            known = result
+            return result
+        }.get()
+    }
 
     private func loadedOnce() throws(ModelLoadError) -> Loaded {
         if case let .loaded(model) = source { return Loaded(model: model, baseFingerprint: model.prefixStore.fingerprint) }
@@ -94,7 +108,8 @@ public final class SystemLanguageModel: LanguageModel {
         return try result.get()
     }
 
-    /// Reads the float32 weights, fingerprints them, merges the adapter, then converts.
+    /// Reads the float32 weights, fingerprints them, merges the adapter, then converts (a GGUF
+    /// kept in halfs without an adapter is read straight into them).
     private func load() throws -> Loaded {
         let weights: ModelWeights, tokenizer: Tokenizer, wanted: WeightPrecision
         switch source {
@@ -109,7 +124,13 @@ public final class SystemLanguageModel: LanguageModel {
             tokenizer = try Tokenizer(contentsOf: tokenizerFile, vocabSize: weights.config.vocabSize)
             wanted = precision ?? .f32
         case let .gguf(file):
-            (weights, tokenizer, wanted) = (try ModelWeights.gguf(at: file), try Tokenizer(ggufAt: file), precision ?? .f32)
+            (tokenizer, wanted) = (try Tokenizer(ggufAt: file), precision ?? .f32)
+            if adapter == nil, wanted == .f16 {   // read straight into halfs: no float32 model in memory
+                let halfs = try LoadedModel(weights: Self.readGGUF(file, precision: .f16), tokenizer: tokenizer,
+                                            prefixStore: storeConfiguration)
+                return Loaded(model: halfs, baseFingerprint: nil)
+            }
+            weights = try Self.readGGUF(file, precision: .f32)
         case let .loaded(model):
             return Loaded(model: model, baseFingerprint: model.prefixStore.fingerprint)
         }
@@ -117,5 +138,12 @@ public final class SystemLanguageModel: LanguageModel {
         let adapted = try adapter.map { try weights.merging($0.lowRank) } ?? weights
         return Loaded(model: try LoadedModel(weights: adapted.converted(to: wanted), tokenizer: tokenizer, prefixStore: storeConfiguration),
                       baseFingerprint: base)
+    }
+
+    /// The GGUF file's weights in `precision`, its load errors typed.
+    private static func readGGUF(_ file: URL, precision: WeightPrecision) throws(ModelLoadError) -> ModelWeights {
+        do { return try ModelWeights.gguf(at: file, precision: precision) } catch let error as ModelLoadError { throw error } catch {
+            throw .unreadable(path: file.path, reason: "\(error)")
+        }
     }
 }
