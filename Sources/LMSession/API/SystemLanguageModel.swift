@@ -124,13 +124,13 @@ public final class SystemLanguageModel: LanguageModel {
             tokenizer = try Tokenizer(contentsOf: tokenizerFile, vocabSize: weights.config.vocabSize)
             wanted = precision ?? .f32
         case let .gguf(file):
-            (tokenizer, wanted) = (try Tokenizer(ggufAt: file), precision ?? .f32)
+            wanted = precision ?? .f32
             if adapter == nil, wanted == .f16 {   // read straight into halfs: no float32 model in memory
-                let halfs = try LoadedModel(weights: Self.readGGUF(file, precision: .f16), tokenizer: tokenizer,
-                                            prefixStore: storeConfiguration)
-                return Loaded(model: halfs, baseFingerprint: nil)
+                let halfs = try Self.readGGUF(file, precision: .f16)
+                let model = try LoadedModel(weights: halfs, tokenizer: Tokenizer(ggufAt: file), prefixStore: storeConfiguration)
+                return Loaded(model: model, baseFingerprint: nil)
             }
-            weights = try Self.readGGUF(file, precision: .f32)
+            (weights, tokenizer) = (try Self.readGGUF(file, precision: .f32), try Tokenizer(ggufAt: file))
         case let .loaded(model):
             return Loaded(model: model, baseFingerprint: model.prefixStore.fingerprint)
         }
