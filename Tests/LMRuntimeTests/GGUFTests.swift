@@ -307,8 +307,10 @@ struct GGUFTests {
             } catch { return error }
         }
         #expect(vocabulary { _ in } == nil)
+        #expect(vocabulary { $0.metadata[0].2 = HandGGUF.str("t5") } == .unsupportedVocabulary(
+            "tokenizer.ggml.model is 't5'; SentencePiece-style 'llama' and byte-level 'gpt2' vocabularies are read"))
         #expect(vocabulary { $0.metadata[0].2 = HandGGUF.str("gpt2") } == .unsupportedVocabulary(
-            "tokenizer.ggml.model is 'gpt2'; only SentencePiece-style 'llama' vocabularies are read"))
+            "a byte-level vocabulary without tokenizer.ggml.pre (how it splits text into words)"))
         #expect(vocabulary { $0.u32("tokenizer.ggml.bos_token_id", 5) } == .unsupportedVocabulary(
             "tokenizer.ggml.bos_token_id is 5; this tokenizer needs 1"))
         #expect(vocabulary { $0.floats("tokenizer.ggml.scores", [1, 2]) }.map { "\($0)".contains("2 scores for 260 tokens") } == true)

@@ -1,6 +1,6 @@
 import Foundation
 import LMRuntime
-import LMSession
+@testable import LMSession
 import LMTestSupport
 import Testing
 
@@ -42,6 +42,32 @@ struct GGUFModelTests {
         let session = LanguageModelSession(model: halfs, instructions: "You are a running coach.")
         let response = try await session.respond(to: "Plan a tempo run.", options: short(8))
         #expect(!response.content.isEmpty)
+    }
+
+    @Test func ggufModel_withAByteLevelVocabularyAnswersReusesAndGuides() async throws {
+        let vocabulary = Fixtures.packageRoot.appendingPathComponent("Tests/Fixtures/byte-level-bpe/qwen2.gguf")
+        let tokenizer = try Tokenizer(ggufAt: vocabulary)
+        let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: tokenizer.vocabSize, contextLength: 512))
+        let url = Fixtures.temporaryFile("byte-level.gguf")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try weights.ggufData(tokenizer: tokenizer).write(to: url)
+        let model = SystemLanguageModel(gguf: url, prefixStore: .memoryOnly(memoryByteLimit: 0))
+        #expect(try model.loaded().tokenizer.identity == tokenizer.identity)
+
+        let session = LanguageModelSession(model: model, instructions: "You are a running coach.")
+        let first = try await session.respond(to: "Plan a tempo run.", options: short(8))
+        let second = try await session.respond(to: "And tomorrow?", options: short(8))
+        #expect(first.usage.input.cachedTokenCount == 0)
+        // The first turn's tokens are the start of the second's: instructions, prompt, answer.
+        let firstTurn = first.usage.input.totalTokenCount + first.usage.output.totalTokenCount
+        #expect(second.usage.input.cachedTokenCount >= firstTurn - 1)
+        // No BOS in a Qwen2 vocabulary: the prompt starts with the instructions' marker text.
+        let rendered = PromptRenderer(tokenizer: tokenizer).render([.text("x")], history: [], prompt: nil, header: false).tokens
+        #expect(rendered.first != tokenizer.bosToken && rendered.starts(with: tokenizer.encode("System:", bos: false)))
+        // Guided generation masks with this vocabulary's bytes: the value parses, whatever the weights.
+        let ticket = try await LanguageModelSession(model: model).respond(to: "File a ticket.", generating: Ticket.self,
+                                                                         options: short(120)).content
+        #expect(["low", "high"].contains(ticket.priority))
     }
 
     @Test func ggufModel_aMalformedFileIsATypedLoadError() throws {

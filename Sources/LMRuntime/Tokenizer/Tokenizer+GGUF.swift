@@ -6,22 +6,23 @@ extension Tokenizer {
 
     /// The vocabulary stored in a GGUF file's `tokenizer.ggml.*` metadata.
     ///
-    /// Only SentencePiece-style `llama` vocabularies in llama2.c's layout are accepted (what this
-    /// tokenizer encodes with): `<unk>` 0, BOS 1, EOS 2, byte pieces `<0x00>`...`<0xFF>` at 3...258.
+    /// Two kinds are read:
+    /// - `llama` (SentencePiece-style) vocabularies in llama2.c's layout: `<unk>` 0, BOS 1, EOS 2,
+    ///   byte pieces `<0x00>`...`<0xFF>` at 3...258;
+    /// - `gpt2` (byte-level BPE) vocabularies whose `tokenizer.ggml.pre` is `gpt-2`, `smollm`,
+    ///   `llama-bpe` (Llama 3) or `qwen2`, with their ranked `tokenizer.ggml.merges`, BOS and EOS ids.
     /// - Throws: ``GGUFError/missingKey(_:)``, ``GGUFError/invalidField(field:byteOffset:reason:)`` for
-    ///   malformed arrays, ``GGUFError/unsupportedVocabulary(_:)`` for another layout or model.
+    ///   malformed arrays, ``GGUFError/unsupportedVocabulary(_:)`` for another layout, model or pre-tokenizer.
     public init(gguf file: GGUFFile) throws(GGUFError) {
         let model = try file.string("tokenizer.ggml.model")
+        if model == "gpt2" {
+            try self.init(byteLevelGGUF: file)
+            return
+        }
         guard model == "llama" else {
-            throw .unsupportedVocabulary("tokenizer.ggml.model is '\(model)'; only SentencePiece-style 'llama' vocabularies are read")
+            throw .unsupportedVocabulary("tokenizer.ggml.model is '\(model)'; SentencePiece-style 'llama' and byte-level 'gpt2' vocabularies are read")
         }
-        guard let tokens = try file.array("tokenizer.ggml.tokens") else { throw .missingKey("tokenizer.ggml.tokens") }
-        let pieces = try tokens.enumerated().map { i, value throws(GGUFError) -> [UInt8] in
-            guard let text = value.stringValue else {
-                throw .invalidField(field: "tokenizer.ggml.tokens", byteOffset: file.offset(of: "tokenizer.ggml.tokens"), reason: "entry \(i) is not a string")
-            }
-            return Array(text.replacingOccurrences(of: Self.sentencePieceSpace, with: " ").utf8)
-        }
+        let pieces = try Self.storedTokens(file).map { Array($0.replacingOccurrences(of: Self.sentencePieceSpace, with: " ").utf8) }
         var scores = [Float](repeating: 0, count: pieces.count)
         if let stored = try file.array("tokenizer.ggml.scores") {
             let offset = file.offset(of: "tokenizer.ggml.scores")
@@ -35,13 +36,7 @@ extension Tokenizer {
                 scores[i] = Float(score)
             }
         }
-        if let types = try file.array("tokenizer.ggml.token_type") {
-            // SentencePiece token types 1...6 (normal, unknown, control, user-defined, unused, byte), one per token.
-            guard types.count == pieces.count, types.allSatisfy({ (1 ... 6).contains($0.intValue ?? 0) }) else {
-                throw .invalidField(field: "tokenizer.ggml.token_type", byteOffset: file.offset(of: "tokenizer.ggml.token_type"),
-                                    reason: "needs one type in 1...6 per token (\(pieces.count))")
-            }
-        }
+        _ = try Self.tokenTypes(file, count: pieces.count)
         for (key, expected) in [("tokenizer.ggml.unknown_token_id", Self.unknown), ("tokenizer.ggml.bos_token_id", Self.bos),
                                 ("tokenizer.ggml.eos_token_id", Self.eos)] where file.metadata[key] != nil {
             let id = try file.integer(key)
@@ -56,6 +51,29 @@ extension Tokenizer {
         self.init(pieces: pieces, scores: scores)
     }
 
+    /// `tokenizer.ggml.tokens`, every entry a string.
+    static func storedTokens(_ file: GGUFFile) throws(GGUFError) -> [String] {
+        guard let tokens = try file.array("tokenizer.ggml.tokens") else { throw .missingKey("tokenizer.ggml.tokens") }
+        return try tokens.enumerated().map { i, value throws(GGUFError) -> String in
+            guard let text = value.stringValue else {
+                throw .invalidField(field: "tokenizer.ggml.tokens", byteOffset: file.offset(of: "tokenizer.ggml.tokens"), reason: "entry \(i) is not a string")
+            }
+            return text
+        }
+    }
+
+    /// `tokenizer.ggml.token_type` if present: one type in 1...6 (normal, unknown, control,
+    /// user-defined, unused, byte) per token.
+    static func tokenTypes(_ file: GGUFFile, count: Int) throws(GGUFError) -> [Int32]? {
+        guard let types = try file.array("tokenizer.ggml.token_type") else { return nil }
+        let values = types.map { $0.intValue ?? 0 }
+        guard values.count == count, values.allSatisfy((1 ... 6).contains) else {
+            throw .invalidField(field: "tokenizer.ggml.token_type", byteOffset: file.offset(of: "tokenizer.ggml.token_type"),
+                                reason: "needs one type in 1...6 per token (\(count))")
+        }
+        return values.map(Int32.init)
+    }
+
     /// The vocabulary of the GGUF file at `url` (see ``init(gguf:)``).
     /// - Throws: ``ModelLoadError/unreadable(path:reason:)`` or ``ModelLoadError/gguf(path:_:)``.
     public init(ggufAt url: URL) throws {
@@ -65,6 +83,7 @@ extension Tokenizer {
 
     /// The `tokenizer.ggml.*` metadata that ``init(gguf:)`` reads back.
     func ggufMetadata() -> [(String, GGUFValue)] {
+        if let byteLevel { return byteLevelMetadata(byteLevel) }
         let control = Set(ControlPieces.all.compactMap(id(of:)) + [Self.bos, Self.eos])
         let types = pieces.indices.map { id -> GGUFValue in
             // SentencePiece token types: 1 normal, 2 unknown, 3 control, 6 byte.

@@ -1,40 +1,61 @@
 import Crypto
 import Foundation
 
-/// A subword BPE tokenizer in llama2.c's `tokenizer.bin` format, encoding exactly as llama2.c does.
+/// A subword BPE tokenizer: llama2.c's `tokenizer.bin` format, encoding exactly as llama2.c does,
+/// or a byte-level BPE vocabulary from a GGUF file (GPT-2, Llama 3, SmolLM, Qwen2), encoding as
+/// Hugging Face's `tokenizers` and llama.cpp do.
 ///
-/// Vocabulary layout (shared by llama2.c's tokenizers and the bundled one):
+/// llama2.c's layout (shared by its tokenizers and the bundled one):
 /// id 0 `<unk>`, id 1 BOS, id 2 EOS, ids 3...258 the byte-fallback pieces
 /// `<0x00>`...`<0xFF>`, then merged pieces scored by merge order.
 /// Encoding: BOS, a dummy-prefix space when the text is not empty, one piece
 /// per Unicode scalar (or one byte piece per UTF-8 byte when the scalar is not
 /// in the vocabulary), then repeatedly the adjacent pair whose concatenation
 /// is in the vocabulary with the highest score (leftmost on ties) is merged.
+///
+/// A byte-level vocabulary (``init(gguf:)`` with `tokenizer.ggml.model` "gpt2") cuts text into
+/// words with its model's pre-tokenizer, starts each word as one token per UTF-8 byte and merges
+/// the pair with the lowest merge rank first; its BOS and EOS ids are the file's, and whether a
+/// sequence starts with BOS is ``addsBOS``.
 public struct Tokenizer: Sendable {
-    /// Id of `<unk>`.
+    /// Id of `<unk>` in llama2.c's layout.
     public static let unknown = 0
-    /// Id of the beginning-of-sequence token; llama2.c stops generating when it is sampled.
+    /// Id of the beginning-of-sequence token in llama2.c's layout; llama2.c stops generating when it is sampled.
     public static let bos = 1
-    /// Id of the end-of-sequence token.
+    /// Id of the end-of-sequence token in llama2.c's layout.
     public static let eos = 2
-    /// Id of the byte-fallback piece for byte 0; byte `b` is `byteOffset + b`.
+    /// Id of the byte-fallback piece for byte 0 in llama2.c's layout; byte `b` is `byteOffset + b`.
     public static let byteOffset = 3
 
-    /// Piece bytes per id.
+    /// Piece bytes per id: the text each token stands for.
     public let pieces: [[UInt8]]
-    /// Merge score per id.
+    /// Merge score per id (all zero in a byte-level vocabulary, whose merges are ranked by pair).
     public let scores: [Float]
     /// Length in bytes of the longest piece.
     public let maxTokenLength: Int
     /// What token ids mean under this tokenizer: the first 16 hex digits of a SHA-256 over every
     /// piece in id order (scores excluded: they change how text encodes, not what an id reads
-    /// as). Two tokenizers with the same identity decode every id alike, so ids saved under one
-    /// are valid under the other.
+    /// as; a byte-level vocabulary also hashes its control tokens, which read as nothing). Two
+    /// tokenizers with the same identity decode every id alike, so ids saved under one are valid
+    /// under the other.
     public let identity: String
+    /// This vocabulary's beginning-of-sequence id (``bos`` in llama2.c's layout).
+    public let bosToken: Int
+    /// This vocabulary's end-of-sequence id (``eos`` in llama2.c's layout).
+    public let eosToken: Int
+    /// Whether a sequence starts with ``bosToken``: always in llama2.c's layout; in a byte-level
+    /// vocabulary as its file's `tokenizer.ggml.add_bos_token` says (by default only Llama 3's).
+    public let addsBOS: Bool
+    /// Ids that text never encodes to and a grammar never allows: `<unk>`, BOS and EOS in
+    /// llama2.c's layout; BOS, EOS and every control token of a byte-level vocabulary (which
+    /// also decode to nothing).
+    public let controlTokens: Set<Int>
+    /// The pre-tokenizer, ranked merges and stored form of a byte-level vocabulary; `nil` in llama2.c's layout.
+    let byteLevel: ByteLevelBPE?
     private let ids: [[UInt8]: Int]
     /// The merges by the ids of the pair: `merges[a << 32 | b]` is `ids[pieces[a] + pieces[b]]`
     /// wherever the vocabulary holds that concatenation, so encoding looks pairs up by two
-    /// integers instead of building and hashing their bytes.
+    /// integers instead of building and hashing their bytes (llama2.c's layout only).
     private let merges: [UInt64: Int32]
     /// The id of each one-byte piece (`-1` where the byte has none), for ASCII text.
     private let byteIDs: [Int32]
@@ -42,19 +63,55 @@ public struct Tokenizer: Sendable {
     /// Number of entries.
     public var vocabSize: Int { pieces.count }
 
-    /// A tokenizer from pieces and scores.
+    /// Whether this is a byte-level BPE vocabulary (GGUF `gpt2`) rather than llama2.c's layout.
+    public var isByteLevel: Bool { byteLevel != nil }
+
+    /// The ids a sequence starts with: `[bosToken]`, or none where the vocabulary adds no BOS.
+    public var sequenceStart: [Int] { addsBOS ? [bosToken] : [] }
+
+    /// A tokenizer in llama2.c's layout from pieces and scores.
     /// - Precondition: `pieces.count == scores.count`.
     public init(pieces: [[UInt8]], scores: [Float]) {
         precondition(pieces.count == scores.count, "one score per piece")
+        self.init(pieces: pieces, scores: scores, merges: Self.scoredMerges(pieces), byteLevel: nil, bosToken: Self.bos,
+                  eosToken: Self.eos, addsBOS: true, controlTokens: [Self.unknown, Self.bos, Self.eos])
+    }
+
+    /// A byte-level vocabulary: `pieces` are the bytes each token stands for.
+    init(byteLevel: ByteLevelBPE, pieces: [[UInt8]], bosToken: Int, eosToken: Int, addsBOS: Bool, controlTokens: Set<Int>) {
+        self.init(pieces: pieces, scores: [Float](repeating: 0, count: pieces.count), merges: [:], byteLevel: byteLevel,
+                  bosToken: bosToken, eosToken: eosToken, addsBOS: addsBOS, controlTokens: controlTokens)
+    }
+
+    private init(pieces: [[UInt8]], scores: [Float], merges: [UInt64: Int32], byteLevel: ByteLevelBPE?,
+                 bosToken: Int, eosToken: Int, addsBOS: Bool, controlTokens: Set<Int>) {
         self.pieces = pieces
         self.scores = scores
+        self.merges = merges
+        self.byteLevel = byteLevel
+        self.bosToken = bosToken
+        self.eosToken = eosToken
+        self.addsBOS = addsBOS
+        self.controlTokens = controlTokens
         maxTokenLength = pieces.map(\.count).max() ?? 0
         var hash = SHA256()
         for piece in pieces {
             withUnsafeBytes(of: UInt32(piece.count).littleEndian) { hash.update(bufferPointer: $0) }
             hash.update(data: piece)
         }
+        if byteLevel != nil {   // llama2.c-layout identities stay as they were
+            hash.update(data: Array("byte-level".utf8))
+            for id in controlTokens.sorted() { withUnsafeBytes(of: UInt32(id).littleEndian) { hash.update(bufferPointer: $0) } }
+        }
         identity = hash.finalize().prefix(8).map { String(format: "%02x", $0) }.joined()
+        var ids: [[UInt8]: Int] = [:]
+        for (id, piece) in pieces.enumerated() where ids[piece] == nil { ids[piece] = id }
+        self.ids = ids
+        byteIDs = (0 ... 255).map { Int32(ids[[UInt8($0)]] ?? -1) }
+    }
+
+    /// llama2.c's merges: every split of every piece into two pieces of the vocabulary.
+    private static func scoredMerges(_ pieces: [[UInt8]]) -> [UInt64: Int32] {
         var ids: [[UInt8]: Int] = [:]
         var sharing: [[UInt8]: [Int]] = [:]   // every id of each piece (a vocabulary may repeat one)
         for (id, piece) in pieces.enumerated() {
@@ -71,25 +128,35 @@ public struct Tokenizer: Sendable {
                 for a in lefts { for b in rights { merges[Self.pair(a, b)] = Int32(merged) } }
             }
         }
-        self.ids = ids
-        self.merges = merges
-        byteIDs = (0 ... 255).map { Int32(ids[[UInt8($0)]] ?? -1) }
+        return merges
     }
 
-    private static func pair(_ a: Int, _ b: Int) -> UInt64 { UInt64(UInt32(a)) << 32 | UInt64(UInt32(b)) }
+    static func pair(_ a: Int, _ b: Int) -> UInt64 { UInt64(UInt32(a)) << 32 | UInt64(UInt32(b)) }
 
     /// The id of a piece, if it is in the vocabulary.
     public func id(of piece: String) -> Int? { ids[Array(piece.utf8)] }
 
-    /// Tokenizes `text` as llama2.c's `encode` does.
+    /// Tokenizes `text` as llama2.c's `encode` does, or for a byte-level vocabulary as its model's
+    /// Hugging Face tokenizer does (control tokens are never read from text).
     /// - Parameters:
     ///   - text: any string (empty, non-ASCII and emoji included).
-    ///   - bos: prepend ``bos``.
-    ///   - eos: append ``eos``.
+    ///   - bos: `text` starts a sequence: prepend ``sequenceStart`` (BOS where the vocabulary adds one).
+    ///   - eos: append ``eosToken``.
     /// - Returns: token ids.
     /// - Complexity: O(n log n) in the UTF-8 length (a heap replaces llama2.c's O(n²) rescans;
     ///   the merge order is the same).
     public func encode(_ text: String, bos: Bool = true, eos: Bool = false) -> [Int] {
+        var out = bos ? sequenceStart : []
+        if let byteLevel { out += encodeWords(text, byteLevel) } else {
+            out += merge(scalarPieces(text)) { a, b in merges[Self.pair(a, b)].map { (scores[Int($0)], Int($0)) } }
+        }
+        if eos { out.append(eosToken) }
+        return out
+    }
+
+    /// llama2.c's starting pieces: a dummy-prefix space, then one piece per scalar (its UTF-8
+    /// bytes' pieces where the scalar has none).
+    private func scalarPieces(_ text: String) -> [Int] {
         var symbols: [Int] = []
         symbols.reserveCapacity(text.utf8.count + 1)
         if !text.isEmpty, let space = ids[[0x20]] { symbols.append(space) }
@@ -112,9 +179,27 @@ public struct Tokenizer: Sendable {
             }
             i = end
         }
-        var out = bos ? [Self.bos] : []
-        out += merge(symbols)
-        if eos { out.append(Self.eos) }
+        return symbols
+    }
+
+    /// A byte-level vocabulary's encoding: each pre-tokenized word from its bytes' tokens, merged
+    /// lowest rank first (or taken whole where the pre-tokenizer says so and it is a token).
+    private func encodeWords(_ text: String, _ bpe: ByteLevelBPE) -> [Int] {
+        let scalars = Array(text.unicodeScalars)
+        var out: [Int] = []
+        out.reserveCapacity(text.utf8.count)
+        var bytes: [UInt8] = []
+        for word in bpe.preTokenizer.words(scalars) {
+            bytes.removeAll(keepingCapacity: true)
+            for scalar in scalars[word] { bytes += UTF8.encode(scalar)! }
+            if bpe.preTokenizer.takesWholeWords, let id = ids[bytes], !controlTokens.contains(id) {
+                out.append(id)
+                continue
+            }
+            out += merge(bytes.map { Int(bpe.byteTokens[Int($0)]) }) { a, b in
+                bpe.merges[Self.pair(a, b)].map { (-Float($0.rank), Int($0.merged)) }
+            }
+        }
         return out
     }
 
@@ -122,9 +207,12 @@ public struct Tokenizer: Sendable {
     ///
     /// As in llama2.c: a piece right after BOS loses its leading space, and a
     /// byte piece `<0xNN>` is the raw byte. BOS and EOS contribute nothing
-    /// (llama2.c never prints them).
+    /// (llama2.c never prints them). In a byte-level vocabulary a token is its
+    /// bytes wherever it stands, and control tokens contribute nothing.
     public func bytes(of token: Int, after previous: Int?) -> [UInt8] {
-        guard token >= 0, token < pieces.count, token != Self.bos, token != Self.eos else { return [] }
+        guard token >= 0, token < pieces.count else { return [] }
+        if byteLevel != nil { return controlTokens.contains(token) ? [] : pieces[token] }
+        guard token != Self.bos, token != Self.eos else { return [] }
         var piece = pieces[token][...]
         if previous == Self.bos, piece.first == 0x20 { piece = piece.dropFirst() }
         if let byte = Self.byteValue(piece) { return [byte] }
@@ -150,8 +238,9 @@ public struct Tokenizer: Sendable {
         return UInt8(String(decoding: piece.dropFirst(3).prefix(2), as: UTF8.self), radix: 16)
     }
 
-    /// Greedy best-score pair merging; equivalent to llama2.c's rescanning loop.
-    private func merge(_ symbols: [Int]) -> [Int] {
+    /// Greedy pair merging: the pair `merge` ranks highest (first of its result: priority, merged
+    /// id) is merged first, leftmost on ties; with llama2.c's scores equivalent to its rescanning loop.
+    private func merge(_ symbols: [Int], _ merge: (Int, Int) -> (priority: Float, merged: Int)?) -> [Int] {
         let n = symbols.count
         guard n > 1 else { return symbols }
         var piece = symbols
@@ -160,8 +249,8 @@ public struct Tokenizer: Sendable {
         var heap = MergeQueue()
         func push(_ left: Int) {
             let right = next[left]
-            guard left >= 0, right < n, let id = merges[Self.pair(piece[left], piece[right])].map(Int.init) else { return }
-            heap.push(.init(score: scores[id], left: left, leftPiece: piece[left], rightPiece: piece[right], merged: id))
+            guard left >= 0, right < n, let (priority, id) = merge(piece[left], piece[right]) else { return }
+            heap.push(.init(score: priority, left: left, leftPiece: piece[left], rightPiece: piece[right], merged: id))
         }
         for i in 0 ..< n - 1 { push(i) }
         while let m = heap.pop() {

@@ -81,7 +81,7 @@ struct PromptRenderer: Sendable {
         assistant = marker(ControlPieces.assistant, fallback: "Assistant:")
         tool = marker(ControlPieces.tool, fallback: "Tool:")
         toolCall = tokenizer.id(of: ControlPieces.toolCall)
-        end = tokenizer.id(of: ControlPieces.end) ?? Tokenizer.eos
+        end = tokenizer.id(of: ControlPieces.end) ?? tokenizer.eosToken
         assetID = Self.tokenizerAssetPrefix + tokenizer.identity
     }
 
@@ -92,7 +92,7 @@ struct PromptRenderer: Sendable {
 
     /// The instructions segment(s).
     func renderInstructions(_ components: [InstructionComponent], into out: inout RenderedPrompt) {
-        var prefix = [Tokenizer.bos] + system
+        var prefix = tokenizer.sequenceStart + system
         var textIndex = 0
         if components.isEmpty { out.append(prefix + [end], as: .instructions(index: 0)) }
         for (i, component) in components.enumerated() {

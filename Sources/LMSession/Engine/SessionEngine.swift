@@ -124,7 +124,7 @@ actor SessionEngine {
         var outcome = RunOutcome(reuse: reuse, inputTokens: rendered.tokens.count, computedTokens: suffix.count,
                                  generated: [], ending: .finished, prefill: prefill, firstToken: nil, decode: .zero, pending: nil)
         var sampler = try Sampler(decoding.strategy, seed: decoding.seed)
-        let stops: Set<Int> = [renderer.end, Tokenizer.eos, Tokenizer.bos]
+        let stops: Set<Int> = [renderer.end, renderer.tokenizer.eosToken, renderer.tokenizer.bosToken]
         let decodeStart = clock.now
         var callStart: Int?
         let budget = decoding.budget ?? Int.max
