@@ -45,6 +45,11 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// be what a model of the cache's promises says.
     case responseCacheOperations = "response-cache-operations"
 
+    /// Not a file: any text, encoded by a byte-level BPE vocabulary under each of its four
+    /// pre-tokenizers. Its words must be the ones ICU's regular-expression engine finds with the
+    /// model's expression, its ids must spell it back and hold no control token.
+    case byteLevelText = "byte-level-text"
+
     /// Runs one input.
     public func run(_ data: Data) {
         switch self {
@@ -61,6 +66,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .loraAdapter: Self.loraAdapter(data)
         case .prefixStoreOperations: Self.prefixStoreOperations(data)
         case .responseCacheOperations: Self.responseCacheOperations(data)
+        case .byteLevelText: Self.byteLevelTexts(data)
         }
     }
 

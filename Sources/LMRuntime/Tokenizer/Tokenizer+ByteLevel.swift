@@ -76,6 +76,15 @@ extension Tokenizer {
         self.init(byteLevel: bpe, pieces: pieces, bosToken: bos, eosToken: eos, addsBOS: addsBOS, controlTokens: control)
     }
 
+    /// The words a byte-level vocabulary's pre-tokenizer cuts `text` into, in order (merges never
+    /// cross them; they join to `text`). In llama2.c's layout, which merges across the whole
+    /// text, the text itself.
+    public func words(_ text: String) -> [String] {
+        guard let byteLevel else { return [text] }
+        let scalars = Array(text.unicodeScalars)
+        return byteLevel.preTokenizer.words(scalars).map { String(String.UnicodeScalarView(scalars[$0])) }
+    }
+
     /// The `tokenizer.ggml.*` metadata of a byte-level vocabulary, as ``init(byteLevelGGUF:)`` reads it.
     func byteLevelMetadata(_ bpe: ByteLevelBPE) -> [(String, GGUFValue)] {
         [("tokenizer.ggml.model", .string("gpt2")), ("tokenizer.ggml.pre", .string(bpe.preTokenizer.ggufName)),

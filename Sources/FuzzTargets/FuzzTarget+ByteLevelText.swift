@@ -1,0 +1,60 @@
+import Foundation
+import LMRuntime
+import LMTestSupport
+
+extension FuzzTarget {
+    /// The test fixture's byte-level vocabulary under each pre-tokenizer, with the model's
+    /// expression as ICU's regular-expression engine reads it (whitespace spelled as the
+    /// `White_Space` property, which ICU's `\s` is not quite; contractions as llama.cpp spells them).
+    static let byteLevelVocabularies: [(Tokenizer, [NSRegularExpression])] = {
+        let contractions = #"'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]"#
+        let gpt2 = #"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"#
+        func llama3(_ numbers: String) -> String {
+            #"(?:\#(contractions))|[^\r\n\p{L}\p{N}]?\p{L}+|\#(numbers)| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"#
+        }
+        let expressions = ["gpt-2": [gpt2], "smollm": [#"\p{N}"#, gpt2], "llama-bpe": [llama3(#"\p{N}{1,3}"#)], "qwen2": [llama3(#"\p{N}"#)]]
+        let directory = Fixtures.packageRoot.appendingPathComponent("Tests/Fixtures/byte-level-bpe")
+        return expressions.keys.sorted().map { pre in
+            let tokenizer = try! Tokenizer(ggufAt: directory.appendingPathComponent("\(pre).gguf"))
+            let regexes = expressions[pre]!.map {
+                try! NSRegularExpression(pattern: $0.replacingOccurrences(of: #"\s"#, with: #"\p{White_Space}"#)
+                    .replacingOccurrences(of: #"\S"#, with: #"\P{White_Space}"#))
+            }
+            return (tokenizer, regexes)
+        }
+    }()
+
+    /// `text` cut as llama.cpp cuts it: each expression in turn splits every piece so far into its
+    /// matches and the unmatched runs between them.
+    static func regexWords(_ text: String, _ expressions: [NSRegularExpression]) -> [String] {
+        var pieces = [text]
+        for expression in expressions {
+            pieces = pieces.flatMap { piece -> [String] in
+                // UTF-16 ranges, as ICU gives them: a match may end inside a grapheme cluster.
+                let ns = piece as NSString
+                var out: [String] = [], last = 0
+                for match in expression.matches(in: piece, range: NSRange(location: 0, length: ns.length)) {
+                    let range = match.range
+                    if last < range.location { out.append(ns.substring(with: NSRange(location: last, length: range.location - last))) }
+                    if range.length > 0 { out.append(ns.substring(with: range)) }
+                    last = range.location + range.length
+                }
+                if last < ns.length { out.append(ns.substring(from: last)) }
+                return out
+            }
+        }
+        return pieces
+    }
+
+    static func byteLevelTexts(_ data: Data) {
+        let text = String(decoding: data, as: UTF8.self)
+        for (tokenizer, expressions) in byteLevelVocabularies {
+            let words = tokenizer.words(text).map { Array($0.unicodeScalars) }
+            precondition(words == regexWords(text, expressions).map { Array($0.unicodeScalars) },
+                         "words of \(Array(text.unicodeScalars)) are not the expression's")
+            let ids = tokenizer.encode(text, bos: false)
+            precondition(Array(tokenizer.decode(ids).utf8) == Array(text.utf8), "ids do not spell \(Array(text.utf8)) back")
+            precondition(!ids.contains(where: tokenizer.controlTokens.contains), "text encoded to a control token")
+        }
+    }
+}
