@@ -1,5 +1,5 @@
 import Foundation
-import LMRuntime
+@testable import LMRuntime
 @testable import LMSession
 import LMTestSupport
 import Testing
@@ -61,13 +61,61 @@ struct GGUFModelTests {
         // The first turn's tokens are the start of the second's: instructions, prompt, answer.
         let firstTurn = first.usage.input.totalTokenCount + first.usage.output.totalTokenCount
         #expect(second.usage.input.cachedTokenCount >= firstTurn - 1)
-        // No BOS in a Qwen2 vocabulary: the prompt starts with the instructions' marker text.
-        let rendered = PromptRenderer(tokenizer: tokenizer).render([.text("x")], history: [], prompt: nil, header: false).tokens
-        #expect(rendered.first != tokenizer.bosToken && rendered.starts(with: tokenizer.encode("System:", bos: false)))
         // Guided generation masks with this vocabulary's bytes: the value parses, whatever the weights.
         let ticket = try await LanguageModelSession(model: model).respond(to: "File a ticket.", generating: Ticket.self,
                                                                          options: short(120)).content
         #expect(["low", "high"].contains(ticket.priority))
+    }
+
+    /// The pieces of rendered tokens, control tokens spelled out.
+    static func spelled(_ tokens: [Int], _ tokenizer: Tokenizer) -> String {
+        tokens.map { String(decoding: tokenizer.pieces[$0], as: UTF8.self) }.joined()
+    }
+
+    @Test func render_usesTheVocabularysChatTemplate() throws {
+        let directory = Fixtures.packageRoot.appendingPathComponent("Tests/Fixtures/byte-level-bpe")
+        let chatML = try Tokenizer(ggufAt: directory.appendingPathComponent("qwen2.gguf"))
+        let history: [Transcript.Entry] = [.prompt(.init(text: "Hi")), .response(.init(text: "Hello.", tokenIDs: chatML.encode("Hello.", bos: false)))]
+        let rendered = PromptRenderer(tokenizer: chatML).render([.text("Be brief.")], history: history, prompt: .init(text: "Go on."))
+        // No BOS in a Qwen2 vocabulary; ChatML's turns, with the newline between them.
+        #expect(Self.spelled(rendered.tokens, chatML) == "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            + "<|im_start|>assistant\nHello.<|im_end|>\n<|im_start|>user\nGo on.<|im_end|>\n<|im_start|>assistant\n")
+        #expect(PromptRenderer(tokenizer: chatML).end == chatML.id(of: "<|im_end|>"))
+
+        // Llama 3's headers, in a copy of the vocabulary whose chat tokens are Llama 3's, with BOS.
+        var metadata = chatML.ggufMetadata().filter { $0.0 != "tokenizer.ggml.pre" }
+        metadata.append(("tokenizer.ggml.pre", .string("llama-bpe")))
+        let renamed = ["<|im_start|>": "<|start_header_id|>", "<|im_end|>": "<|eot_id|>", "<|endoftext|>": "<|begin_of_text|>"]
+        var tokens = chatML.byteLevel!.storedTokens.map { renamed[$0] ?? $0 }
+        var types = chatML.byteLevel!.tokenTypes
+        tokens.append("<|end_header_id|>")
+        types.append(3)
+        metadata = metadata.map { key, value in
+            switch key {
+            case "tokenizer.ggml.tokens": (key, .array(tokens.map(GGUFValue.string)))
+            case "tokenizer.ggml.token_type": (key, .array(types.map(GGUFValue.int32)))
+            case "tokenizer.ggml.add_bos_token": (key, .bool(true))
+            default: (key, value)
+            }
+        }
+        var writer = GGUFWriter()
+        for (key, value) in metadata { writer.set(key, value) }
+        let llama3 = try Tokenizer(gguf: GGUFFile(data: writer.data()))
+        let headers = PromptRenderer(tokenizer: llama3).render([.text("Be brief.")], history: [], prompt: .init(text: "Hi"))
+        #expect(Self.spelled(headers.tokens, llama3) == "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+            + "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n")
+        #expect(PromptRenderer(tokenizer: llama3).end == llama3.id(of: "<|eot_id|>"))
+
+        // Without control tokens of a template: plain-text markers and EOS.
+        let plain = try Tokenizer(gguf: GGUFFile(data: {
+            var w = GGUFWriter()
+            for (key, value) in chatML.ggufMetadata() {
+                w.set(key, key == "tokenizer.ggml.token_type" ? .array(types.dropLast().map { _ in GGUFValue.int32(1) }) : value)
+            }
+            return w.data()
+        }()))
+        let text = PromptRenderer(tokenizer: plain).render([.text("Be brief.")], history: [], prompt: .init(text: "Hi"))
+        #expect(Self.spelled(text.tokens, plain) == "System:Be brief.<|im_end|>User:Hi<|im_end|>Assistant:")
     }
 
     @Test func ggufModel_aMalformedFileIsATypedLoadError() throws {

@@ -55,15 +55,23 @@ struct RenderedPrompt: Sendable, Equatable {
 /// as. Layout: `BOS <|system|> texts and tool definitions <|end|>`, then per entry
 /// `<|user|> text <|end|>`, `<|assistant|> tokens <|end|>`, `<|assistant|> <|tool_call|> ... <|end|>`,
 /// `<|tool|> text <|end|>`, then the new prompt and the `<|assistant|>` header.
+///
+/// The markers are the vocabulary's own where it has them: the bundled control pieces; else
+/// ChatML's (`<|im_start|>role\n` ... `<|im_end|>\n`: Qwen2, SmolLM) or Llama 3's
+/// (`<|start_header_id|>role<|end_header_id|>\n\n` ... `<|eot_id|>`) when those are control
+/// tokens of the vocabulary; else plain text (`System:`, `User:`, ... and EOS).
 struct PromptRenderer: Sendable {
     let tokenizer: Tokenizer
-    /// Markers that open segments: one control token each with the bundled tokenizer, or
-    /// plain-text markers (`System:`, `User:`, ...) with a tokenizer that lacks the control pieces.
+    /// Markers that open segments: one control token each with the bundled tokenizer, a chat
+    /// template's role header, or plain-text markers (`System:`, `User:`, ...).
     let system, user, assistant, tool: [Int]
     /// Opens a tool call; `nil` when the tokenizer has no control piece for it (no tool calls).
     let toolCall: Int?
-    /// Closes a segment: `<|end|>`, or EOS when the tokenizer has no such piece.
+    /// Ends a segment, and generation: `<|end|>`, the chat template's end of turn, or EOS.
     let end: Int
+    /// What closes a rendered segment: `end`, then whatever the template puts between turns
+    /// (ChatML's newline).
+    let close: [Int]
     /// The tokenizer's asset identifier (`tokenizer:` and its identity), recorded on every
     /// generated response.
     let assetID: String
@@ -72,17 +80,30 @@ struct PromptRenderer: Sendable {
 
     init(tokenizer: Tokenizer, texts: TextTokenCache? = nil) {
         self.texts = texts
-        func marker(_ piece: String, fallback: String) -> [Int] {
-            tokenizer.id(of: piece).map { [$0] } ?? tokenizer.encode(fallback, bos: false)
-        }
         self.tokenizer = tokenizer
-        system = marker(ControlPieces.system, fallback: "System:")
-        user = marker(ControlPieces.user, fallback: "User:")
-        assistant = marker(ControlPieces.assistant, fallback: "Assistant:")
-        tool = marker(ControlPieces.tool, fallback: "Tool:")
-        toolCall = tokenizer.id(of: ControlPieces.toolCall)
-        end = tokenizer.id(of: ControlPieces.end) ?? tokenizer.eosToken
         assetID = Self.tokenizerAssetPrefix + tokenizer.identity
+        let encode = { tokenizer.encode($0, bos: false) }
+        /// A control token of the vocabulary (never ordinary text that happens to look like one).
+        func control(_ piece: String) -> Int? { tokenizer.id(of: piece).flatMap { tokenizer.controlTokens.contains($0) ? $0 : nil } }
+        toolCall = tokenizer.id(of: ControlPieces.toolCall)
+        if tokenizer.id(of: ControlPieces.system) == nil, let open = control("<|im_start|>"), let shut = control("<|im_end|>") {
+            func role(_ name: String) -> [Int] { [open] + encode(name + "\n") }
+            (system, user, assistant, tool) = (role("system"), role("user"), role("assistant"), role("tool"))
+            (end, close) = (shut, [shut] + encode("\n"))
+        } else if tokenizer.id(of: ControlPieces.system) == nil, let start = control("<|start_header_id|>"),
+                  let stop = control("<|end_header_id|>"), let eot = control("<|eot_id|>") {
+            func role(_ name: String) -> [Int] { [start] + encode(name) + [stop] + encode("\n\n") }
+            (system, user, assistant, tool) = (role("system"), role("user"), role("assistant"), role("ipython"))
+            (end, close) = (eot, [eot])
+        } else {
+            func marker(_ piece: String, fallback: String) -> [Int] { tokenizer.id(of: piece).map { [$0] } ?? encode(fallback) }
+            system = marker(ControlPieces.system, fallback: "System:")
+            user = marker(ControlPieces.user, fallback: "User:")
+            assistant = marker(ControlPieces.assistant, fallback: "Assistant:")
+            tool = marker(ControlPieces.tool, fallback: "Tool:")
+            end = tokenizer.id(of: ControlPieces.end) ?? tokenizer.eosToken
+            close = [end]
+        }
     }
 
     func text(_ s: String) -> [Int] { texts?.tokens(s) ?? tokenizer.encode(s, bos: false) }
@@ -94,9 +115,9 @@ struct PromptRenderer: Sendable {
     func renderInstructions(_ components: [InstructionComponent], into out: inout RenderedPrompt) {
         var prefix = tokenizer.sequenceStart + system
         var textIndex = 0
-        if components.isEmpty { out.append(prefix + [end], as: .instructions(index: 0)) }
+        if components.isEmpty { out.append(prefix + close, as: .instructions(index: 0)) }
         for (i, component) in components.enumerated() {
-            let suffix = i == components.count - 1 ? [end] : []
+            let suffix = i == components.count - 1 ? close : []
             switch component {
             case let .text(t):
                 out.append(prefix + text(t) + suffix, as: .instructions(index: textIndex))
@@ -115,15 +136,15 @@ struct PromptRenderer: Sendable {
         case let .instructions(i):
             out.append(text(i.texts.joined(separator: "\n")), as: segment)
         case let .prompt(p):
-            out.append(user + text(p.text) + [end] + schemaTokens(p.responseFormat), as: segment)
+            out.append(user + text(p.text) + close + schemaTokens(p.responseFormat), as: segment)
         case let .response(r):
             // The tokens it was generated as; a response known only by its text, or whose ids
             // another tokenizer wrote or are not all in this vocabulary, renders the text.
-            out.append(assistant + (usable(r.tokenIDs, assetIDs: r.assetIDs) ?? text(r.text)) + [end], as: segment)
+            out.append(assistant + (usable(r.tokenIDs, assetIDs: r.assetIDs) ?? text(r.text)) + close, as: segment)
         case let .toolCalls(calls):
             out.append(assistant + calls.tokenIDs(self), as: segment)
         case let .toolOutput(o):
-            out.append(tool + text(o.text) + [end], as: segment)
+            out.append(tool + text(o.text) + close, as: segment)
         case .reasoning:
             out.append([], as: segment)   // kept in the record, not shown to the model
         }
@@ -138,7 +159,7 @@ struct PromptRenderer: Sendable {
         renderInstructions(components, into: &out)
         for (i, entry) in history.enumerated() { renderEntry(entry, index: i, into: &out) }
         if let prompt {
-            out.append(user + text(prompt.text) + [end], as: .prompt)
+            out.append(user + text(prompt.text) + close, as: .prompt)
             if let format = prompt.responseFormat, format.isIncludedInPrompt {
                 out.append(schemaTokens(format), as: .responseSchema(name: format.name))
             }
@@ -157,7 +178,7 @@ struct PromptRenderer: Sendable {
     /// `includeSchemaInPrompt: false` and pay nothing per request.
     func schemaTokens(_ format: Transcript.ResponseFormat?) -> [Int] {
         guard let format, format.isIncludedInPrompt else { return [] }
-        return system + text(Self.describe(format)) + [end]
+        return system + text(Self.describe(format)) + close
     }
 
     static func describe(_ format: Transcript.ResponseFormat) -> String {
