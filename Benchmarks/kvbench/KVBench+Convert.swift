@@ -54,6 +54,9 @@ extension KVBench {
                 try data.write(to: url, options: .atomic)
                 print("wrote \(output): GGUF v3, llama, \(weights.config.layerCount) layers, \(tokenizer.vocabSize) tokens, \(type ?? "f32"), \(data.count) bytes")
             } else {
+                if tokenizerOutput != nil, tokenizer.isByteLevel {   // refused before anything is written
+                    throw ValidationError("\(options.gguf ?? "the model")'s vocabulary is byte-level BPE; llama2.c's tokenizer.bin cannot hold its merges, so --tokenizer-output is refused.")
+                }
                 let data = weights.checkpointData()
                 try data.write(to: url, options: .atomic)
                 print("wrote \(output): llama2.c checkpoint, \(data.count) bytes")

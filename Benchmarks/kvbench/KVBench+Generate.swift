@@ -6,7 +6,7 @@ extension KVBench {
     /// `kvbench generate`: prompt in, text out.
     struct Generate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Generate text from a prompt (greedy by default; stops on BOS like llama2.c).")
+            abstract: "Generate text from a prompt (greedy by default; stops on BOS like llama2.c, or on a byte-level vocabulary's EOS).")
 
         @OptionGroup var options: ModelOptions
 
@@ -50,7 +50,7 @@ extension KVBench {
             var previous = promptTokens.last
             if !json { FileHandle.standardOutput.write(Data(tokenizer.decode(promptTokens).utf8)) }
             let out = try model.generate(prompt: promptTokens, maxNewTokens: maxTokens, sampler: &sampler,
-                                         cache: model.makeCache()) { token in
+                                         cache: model.makeCache(), stopTokens: tokenizer.stopTokens) { token in
                 guard !json else { return }
                 FileHandle.standardOutput.write(Data(tokenizer.bytes(of: token, after: previous)))
                 previous = token

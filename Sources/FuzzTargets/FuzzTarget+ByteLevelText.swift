@@ -46,12 +46,41 @@ extension FuzzTarget {
         return pieces
     }
 
+    /// ICU's letters, numbers and whitespace, and the scalars Swift's tables put in each class.
+    static let characterClasses = [#"\p{L}"#, #"\p{N}"#, #"\p{White_Space}"#].map { try! NSRegularExpression(pattern: $0) }
+
+    /// Whether ICU and Swift's standard library put every scalar of `text` in the same class. They
+    /// differ on characters assigned in Unicode versions one knows and the other does not (the
+    /// first fuzz run found U+32451, a CJK Extension H letter of Unicode 15, unassigned to the ICU
+    /// here), where the expression's words differ for that reason alone.
+    static func unicodeTablesAgree(on text: String) -> Bool {
+        let ns = text as NSString
+        var offset = 0
+        var scalars: [(offset: Int, scalar: Unicode.Scalar)] = []
+        for scalar in text.unicodeScalars {
+            scalars.append((offset, scalar))
+            offset += scalar.utf16.count
+        }
+        let swiftClasses: [(Unicode.Scalar) -> Bool] = [
+            { [.uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter].contains($0.properties.generalCategory) },
+            { [.decimalNumber, .letterNumber, .otherNumber].contains($0.properties.generalCategory) },
+            { $0.properties.isWhitespace },
+        ]
+        for (regex, inClass) in zip(characterClasses, swiftClasses) {
+            let icu = Set(regex.matches(in: text, range: NSRange(location: 0, length: ns.length)).map(\.range.location))
+            if icu != Set(scalars.filter { inClass($0.scalar) }.map(\.offset)) { return false }
+        }
+        return true
+    }
+
     static func byteLevelTexts(_ data: Data) {
         let text = String(decoding: data, as: UTF8.self)
+        let comparable = unicodeTablesAgree(on: text)
         for (tokenizer, expressions) in byteLevelVocabularies {
             let words = tokenizer.words(text).map { Array($0.unicodeScalars) }
-            precondition(words == regexWords(text, expressions).map { Array($0.unicodeScalars) },
+            precondition(!comparable || words == regexWords(text, expressions).map { Array($0.unicodeScalars) },
                          "words of \(Array(text.unicodeScalars)) are not the expression's")
+            precondition(words.joined().elementsEqual(text.unicodeScalars), "words of \(Array(text.unicodeScalars)) do not join to it")
             let ids = tokenizer.encode(text, bos: false)
             precondition(Array(tokenizer.decode(ids).utf8) == Array(text.utf8), "ids do not spell \(Array(text.utf8)) back")
             precondition(!ids.contains(where: tokenizer.controlTokens.contains), "text encoded to a control token")

@@ -32,6 +32,19 @@ struct ConvertCommandTests {
         #expect(file.metadata["tokenizer.ggml.tokens"]?.arrayValue?.count == Fixtures.bundledTokenizer.vocabSize)
     }
 
+    @Test func convert_aByteLevelVocabularyRunsAndIsNeverWrittenAsATokenizerBin() throws {
+        let vocabulary = try Tokenizer(ggufAt: Fixtures.packageRoot.appendingPathComponent("Tests/Fixtures/byte-level-bpe/smollm.gguf"))
+        let gguf = Fixtures.temporaryFile("byte-level.gguf"), bin = Fixtures.temporaryFile("byte-level.bin"), tok = Fixtures.temporaryFile("byte-level-tok.bin")
+        defer { for url in [gguf, bin, tok] { try? FileManager.default.removeItem(at: url) } }
+        try Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: vocabulary.vocabSize, contextLength: 64)).ggufData(tokenizer: vocabulary).write(to: gguf)
+        let tokens = try generate(["--gguf", gguf.path])
+        #expect(!tokens.isEmpty && tokens.allSatisfy { !vocabulary.controlTokens.contains($0) || vocabulary.stopTokens.contains($0) })
+        // llama2.c's tokenizer.bin has no place for ranked merges: refused before either file is written.
+        let back = try KVBenchTests.run(["convert", "--gguf", gguf.path, "--output", bin.path, "--tokenizer-output", tok.path])
+        #expect(back.status != 0 && back.stderr.contains("byte-level BPE"), "\(back.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: bin.path) && !FileManager.default.fileExists(atPath: tok.path))
+    }
+
     @Test func convert_q8_0IsSmallerAndStillRuns() throws {
         let f32 = Fixtures.temporaryFile("tiny-f32.gguf"), q8 = Fixtures.temporaryFile("tiny-q8.gguf")
         defer { for url in [f32, q8] { try? FileManager.default.removeItem(at: url) } }

@@ -98,6 +98,12 @@ struct ByteLevelBPETests {
         #expect(asked.encode("Hi", bos: true, eos: true) == [asked.bosToken] + asked.encode("Hi", bos: false) + [asked.eosToken])
     }
 
+    @Test func stopTokens_areTheVocabularysOwnEndAndStart() throws {
+        let tokenizer = try Self.tokenizer("smollm")
+        #expect(tokenizer.stopTokens == [tokenizer.eosToken, tokenizer.bosToken] && tokenizer.eosToken == tokenizer.id(of: "<|im_end|>"))
+        #expect(Fixtures.bundledTokenizer.stopTokens == [Tokenizer.bos])   // llama2.c's run loop stops on BOS
+    }
+
     @Test(arguments: preTokenizers)
     func ggufMetadata_readsBackAsTheSameVocabulary(pre: String) throws {
         let tokenizer = try Self.tokenizer(pre)

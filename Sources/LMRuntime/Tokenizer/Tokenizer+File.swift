@@ -58,6 +58,9 @@ extension Tokenizer {
     }
 
     /// The tokenizer in `tokenizer.bin` format.
+    ///
+    /// Only llama2.c's layout survives the trip: a byte-level vocabulary's merges are ranked by pair,
+    /// which the format has no place for (``isByteLevel``; `kvbench convert` refuses to write one).
     public func serialized() -> Data {
         var data = Data()
         func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }

@@ -66,6 +66,10 @@ public struct Tokenizer: Sendable {
     /// Whether this is a byte-level BPE vocabulary (GGUF `gpt2`) rather than llama2.c's layout.
     public var isByteLevel: Bool { byteLevel != nil }
 
+    /// Ids that end a generation on their own (no chat template involved): BOS in llama2.c's
+    /// layout, as llama2.c's run loop stops; EOS and BOS in a byte-level vocabulary.
+    public var stopTokens: Set<Int> { byteLevel == nil ? [Self.bos] : [eosToken, bosToken] }
+
     /// The ids a sequence starts with: `[bosToken]`, or none where the vocabulary adds no BOS.
     public var sequenceStart: [Int] { addsBOS ? [bosToken] : [] }
 
