@@ -27,6 +27,21 @@ import Testing
         #expect(try x.forward(tokens, cache: x.makeCache()).toArray() == y.forward(tokens, cache: y.makeCache()).toArray())
     }
 
+    @Test func gguf_halfPrecisionCountsTheLoadingScratchAgainstTheLimit() throws {
+        // A vocabulary far larger than the context: running needs little beside the weights, but
+        // loading the embedding in halfs needs its float32 scratch, twice its half bytes, too.
+        var config = Fixtures.tinyConfig(vocabSize: 20_000, contextLength: 8, dim: 32, layerCount: 1)
+        let data = try Fixtures.tinyWeights(config).ggufData()
+        config.weightPrecision = .f16
+        let running = config.resourceEstimate().totalBytes, scratch = 4 * 20_000 * 32
+        let loading = config.resourceEstimate().weightBytes + scratch
+        #expect(running < loading)
+        let expected = ModelLoadError.exceedsMemoryLimit(ResourceEstimate(weightBytes: config.resourceEstimate().weightBytes, scratchBytes: scratch,
+                                                                          contextKVBytes: 0), limitBytes: loading - 1)
+        #expect(throws: expected) { try ModelWeights.gguf(data: data, precision: .f16, memoryLimit: loading - 1) }
+        #expect(try ModelWeights.gguf(data: data, precision: .f16, memoryLimit: loading).precision == .f16)
+    }
+
     @Test func gguf_halfPrecisionRefusesAWeightBeyondTheHalfRangeAsConvertingDoes() throws {
         let weights = try Fixtures.tinyWeights(Self.config).unpackedCopy()   // plain rows, so the view below is the storage
         let target = try #require(weights.ggufTensors().first { $0.name == "blk.1.ffn_down.weight" })

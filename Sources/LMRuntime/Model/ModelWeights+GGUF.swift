@@ -36,6 +36,12 @@ extension ModelWeights {
         config.weightPrecision = precision
         try config.validate()
         try config.checkResources(limit: memoryLimit)
+        if precision == .f16 {   // while loading, the weights and the largest matrix's float32 scratch
+            let estimate = config.resourceEstimate()
+            let loading = ResourceEstimate(weightBytes: estimate.weightBytes, scratchBytes: Int(min(Double(Int.max / 4), 4 * Double(max(config.vocabSize, config.hiddenDim, config.dim)) * Double(config.dim))),
+                                           contextKVBytes: 0)
+            guard loading.totalBytes <= memoryLimit else { throw ModelLoadError.exceedsMemoryLimit(loading, limitBytes: memoryLimit) }
+        }
         let weights = try ModelWeights(zeroedFor: config, memoryLimit: memoryLimit)
         let targets = weights.ggufTensors()
         let infos: [GGUFTensorInfo]
