@@ -57,7 +57,7 @@ extension KVBench {
                 if tokenizerOutput != nil, tokenizer.isByteLevel {   // refused before anything is written
                     throw ValidationError("\(options.gguf ?? "the model")'s vocabulary is byte-level BPE; llama2.c's tokenizer.bin cannot hold its merges, so --tokenizer-output is refused.")
                 }
-                let data = weights.checkpointData()
+                let data = try weights.checkpointData()
                 try data.write(to: url, options: .atomic)
                 print("wrote \(output): llama2.c checkpoint, \(data.count) bytes")
                 if let tokenizerOutput {

@@ -23,7 +23,7 @@ struct BadInputTests {
     }
 
     @Test func checkpoint_truncatedFileNamesBothSizes() throws {
-        let full = Fixtures.tinyWeights().checkpointData()
+        let full = try Fixtures.tinyWeights().checkpointData()
         let cut = full.prefix(full.count - 10)
         #expect(throws: ModelLoadError.self) { try loadCheckpoint(cut, "cut.bin") }
         do { _ = try loadCheckpoint(cut, "cut.bin") } catch let ModelLoadError.truncated(_, expected, actual) {

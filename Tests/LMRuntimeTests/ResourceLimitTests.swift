@@ -36,7 +36,7 @@ struct ResourceLimitTests {
         var config = Fixtures.tinyConfig(contextLength: 64)
         let small = try ModelWeights.synthetic(config, seed: 3)
         config.contextLength = 1 << 20
-        var data = small.checkpointData()
+        var data = try small.checkpointData()
         let seqLen = Int32(config.contextLength)
         data.replaceSubrange(24 ..< 28, with: (0 ..< 4).map { UInt8(truncatingIfNeeded: seqLen >> (8 * $0)) })
         let url = Fixtures.temporaryFile("long-context.bin")

@@ -39,6 +39,11 @@ public struct ModelConfig: Codable, Sendable, Equatable {
     /// `adapter`, written only when set): a merged model's fingerprint differs from its base's
     /// because of it, whatever the adapter's values.
     public var adapter: String?
+    /// Llama 3.1's RoPE frequency divisors, one per rotated pair (`headDim / 2`): frequency `i`
+    /// is `ropeTheta^(-2i / headDim) / ropeFrequencyFactors[i]`, which stretches the long
+    /// wavelengths for long contexts (GGUF tensor `rope_freqs.weight`; JSON key
+    /// `ropeFrequencyFactors`, written only when set). `nil`: plain RoPE.
+    public var ropeFrequencyFactors: [Float]?
 
     /// The origin of a model's weights.
     public enum WeightSource: Codable, Sendable, Equatable {
@@ -78,10 +83,11 @@ public struct ModelConfig: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case name, dim, hiddenDim, layerCount, headCount, kvHeadCount, vocabSize, contextLength
-        case normEpsilon, ropeTheta, sharedClassifier, tokenizer, weights, weightPrecision, adapter
+        case normEpsilon, ropeTheta, sharedClassifier, tokenizer, weights, weightPrecision, adapter, ropeFrequencyFactors
     }
 
-    /// Decodes a config; `normEpsilon`, `ropeTheta`, `sharedClassifier` and `weightPrecision` are optional.
+    /// Decodes a config; `normEpsilon`, `ropeTheta`, `sharedClassifier`, `weightPrecision`,
+    /// `adapter` and `ropeFrequencyFactors` are optional.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(name: try c.decode(String.self, forKey: .name),
@@ -99,6 +105,7 @@ public struct ModelConfig: Codable, Sendable, Equatable {
                   weights: try c.decode(WeightSource.self, forKey: .weights),
                   weightPrecision: try c.decodeIfPresent(WeightPrecision.self, forKey: .weightPrecision) ?? .f32)
         adapter = try c.decodeIfPresent(String.self, forKey: .adapter)
+        ropeFrequencyFactors = try c.decodeIfPresent([Float].self, forKey: .ropeFrequencyFactors)
     }
 
     /// Encodes a config; `weightPrecision` only when it is not the default, so float32 configs
@@ -120,6 +127,7 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         try c.encode(weights, forKey: .weights)
         if weightPrecision != .f32 { try c.encode(weightPrecision, forKey: .weightPrecision) }
         try c.encodeIfPresent(adapter, forKey: .adapter)
+        try c.encodeIfPresent(ropeFrequencyFactors, forKey: .ropeFrequencyFactors)
     }
 
     /// Parameters in the weight matrices and norms (classifier counted once when shared).
@@ -149,6 +157,12 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         try require(headCount % kvHeadCount == 0, "kvHeadCount \(kvHeadCount) does not divide headCount \(headCount)")
         try require(normEpsilon > 0 && normEpsilon.isFinite, "normEpsilon must be positive, got \(normEpsilon)")
         try require(ropeTheta > 1 && ropeTheta.isFinite, "ropeTheta must exceed 1, got \(ropeTheta)")
+        if let factors = ropeFrequencyFactors {
+            try require(factors.count == headDim / 2, "ropeFrequencyFactors has \(factors.count) values; headDim \(headDim) needs \(headDim / 2)")
+            if let bad = factors.firstIndex(where: { !($0 > 0 && $0.isFinite) }) {
+                try require(false, "ropeFrequencyFactors[\(bad)] is \(factors[bad]); each must be positive and finite")
+            }
+        }
         // Keep every buffer index well inside Int32 (BLAS) and memory sane; counted in
         // Double so that absurd headers cannot overflow the check itself.
         let parameters = parameterMagnitude

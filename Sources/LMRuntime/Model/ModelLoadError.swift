@@ -35,6 +35,10 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
     /// Writing was asked for in an encoding the package reads but does not write (see
     /// ``GGUFTensorType/isWritable``). Nothing was written.
     case unwritableEncoding(GGUFTensorType)
+    /// A llama2.c checkpoint was asked for a model it cannot describe: its header holds the
+    /// dimensions only, and its reader (llama2.c's too) assumes RoPE base 10,000, no frequency
+    /// factors and RMSNorm epsilon 1e-5. Nothing was written.
+    case unrepresentableInCheckpoint(String)
 
     /// A sentence naming the problem.
     public var description: String {
@@ -58,6 +62,8 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
         case let .beyondHalfRange(tensor, count, largest):
             "\(count) weight\(count == 1 ? "" : "s") of \(tensor) (the largest of magnitude \(largest)) "
                 + "would become infinite as IEEE halfs, whose range ends at ±65,504: keep this model in f32"
+        case let .unrepresentableInCheckpoint(what):
+            "a llama2.c checkpoint cannot hold \(what); write GGUF instead"
         case let .unwritableEncoding(type):
             "\(type.ggmlName) is read but not written; write F32, F16 or Q8_0"
         case let .beyondQ8_0Range(tensor, blocks, largest):

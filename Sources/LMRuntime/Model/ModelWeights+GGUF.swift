@@ -46,7 +46,7 @@ extension ModelWeights {
         let targets = weights.ggufTensors()
         let infos: [GGUFTensorInfo]
         do throws(GGUFError) {
-            let known = Set(targets.map(\.name))
+            let known = Set(targets.map(\.name) + (config.ropeFrequencyFactors == nil ? [] : [Self.ropeFactorsTensor]))
             if let stray = file.tensors.first(where: { !known.contains($0.name) }) {
                 throw GGUFError.invalidField(field: "tensor \(stray.name)", byteOffset: stray.infoOffset,
                                              reason: "not a tensor of the llama architecture (rope scaling and other extras are not supported)")
@@ -107,14 +107,26 @@ extension ModelWeights {
         }
         let name = file.metadata["general.name"]?.stringValue
             ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
-        return ModelConfig(name: name, dim: dim, hiddenDim: try file.integer("llama.feed_forward_length"),
+        var config = ModelConfig(name: name, dim: dim, hiddenDim: try file.integer("llama.feed_forward_length"),
                            layerCount: try file.integer("llama.block_count"), headCount: heads,
                            kvHeadCount: try file.integer("llama.attention.head_count_kv", default: heads),
                            vocabSize: vocabulary, contextLength: try file.integer("llama.context_length"),
                            normEpsilon: try file.float("llama.attention.layer_norm_rms_epsilon", default: 1e-5),
                            ropeTheta: try file.float("llama.rope.freq_base", default: 10000),
                            sharedClassifier: file.tensor(named: "output.weight") == nil, weights: .gguf(path: path))
+        if let factors = file.tensor(named: Self.ropeFactorsTensor), heads > 0 {   // Llama 3.1's long-context RoPE
+            guard factors.dimensions == [dim / heads / 2] else {
+                throw .shapeMismatch(tensor: factors.name, expected: [dim / heads / 2], found: factors.dimensions, byteOffset: factors.infoOffset)
+            }
+            let values = Matrix.zeros(rows: 1, cols: dim / heads / 2)
+            factors.type.decode(from: file.data, byteOffset: factors.dataOffset, into: values)
+            config.ropeFrequencyFactors = values.toArray()
+        }
+        return config
     }
+
+    /// llama.cpp's name for the RoPE frequency divisors (``ModelConfig/ropeFrequencyFactors``).
+    static let ropeFactorsTensor = "rope_freqs.weight"
 
     /// Every weight under its llama.cpp tensor name, as views into this model's storage: the norm
     /// gains (`vector`) and the matrices, Q, K, V and gate, up as row ranges of their fused ones.
@@ -142,7 +154,8 @@ extension ModelWeights {
     /// The model (and, when given, its tokenizer) as a GGUF version 3 file of the `llama`
     /// architecture, readable by ``gguf(at:precision:memoryLimit:)`` and by llama.cpp.
     /// - Parameters:
-    ///   - tokenizer: written as a SentencePiece-style `llama` vocabulary (spaces as `▁`).
+    ///   - tokenizer: written as its kind of vocabulary: SentencePiece-style `llama` (spaces as `▁`)
+    ///     or byte-level `gpt2`.
     ///   - tensorType: the matrices' encoding. Norms stay F32; with Q8_0, a matrix whose row
     ///     length is not a multiple of 32 is written as F16 (as llama.cpp's quantizer does).
     ///     Halfs are rounded as ``converted(to:)`` rounds them, but a weight (or a Q8_0 scale)
@@ -155,6 +168,9 @@ extension ModelWeights {
         for t in ggufTensors() {
             let type = t.vector ? .f32 : tensorType.encoding(forRowLength: t.matrix.cols)
             writer.add(t.name, t.matrix.floatMatrix(), type: type, vector: t.vector)
+        }
+        if let factors = config.ropeFrequencyFactors {
+            writer.add(Self.ropeFactorsTensor, Matrix(rows: 1, cols: factors.count, values: factors), type: .f32, vector: true)
         }
         return writer.data()
     }

@@ -43,7 +43,8 @@ public final class ModelWeights: Sendable {
     public let finalNorm: Matrix
     /// Output classifier, `[vocabSize, dim]` (the embedding itself when shared).
     public let classifier: WeightMatrix
-    /// `cos(position · θ_i)`, `[contextLength, headDim / 2]`.
+    /// `cos(position · θ_i)`, `[contextLength, headDim / 2]` (θ_i divided by the config's
+    /// ``ModelConfig/ropeFrequencyFactors`` where it has them).
     public let ropeCos: Matrix
     /// `sin(position · θ_i)`, `[contextLength, headDim / 2]`.
     public let ropeSin: Matrix
@@ -270,7 +271,8 @@ public final class ModelWeights: Sendable {
         let cos = Matrix.zeros(rows: config.contextLength, cols: half)
         let sin = Matrix.zeros(rows: config.contextLength, cols: half)
         for i in 0 ..< half {
-            let frequency = 1 / Foundation.powf(config.ropeTheta, Float(2 * i) / Float(config.headDim))
+            var frequency = 1 / Foundation.powf(config.ropeTheta, Float(2 * i) / Float(config.headDim))
+            if let factors = config.ropeFrequencyFactors { frequency /= factors[i] }   // Llama 3.1's long-context divisors
             for position in 0 ..< config.contextLength {
                 let angle = Float(position) * frequency
                 cos[position, i] = Foundation.cosf(angle)
