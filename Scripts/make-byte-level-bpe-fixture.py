@@ -8,10 +8,10 @@ The package's tokenizer is checked against an implementation it shares no code w
 
 Needs `pip install tokenizers gguf numpy`; run from the repository root. The vocabulary is trained
 here on the repository's own README and design notes plus a few lines in other scripts, so the
-fixture is small (1,203 tokens) but has real merges, multi-byte pieces and a few control tokens."""
+fixture is small (1,204 tokens) but has real merges, multi-byte pieces and a few control tokens."""
 import json, pathlib, random
 import gguf
-from tokenizers import Tokenizer, Regex, models, pre_tokenizers, trainers, decoders
+from tokenizers import AddedToken, Tokenizer, Regex, models, pre_tokenizers, trainers, decoders
 
 OUT = pathlib.Path("Tests/Fixtures/byte-level-bpe")
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -47,7 +47,10 @@ for word in ["Ġunmergeable", "Ġzebra", "Ġquuxly"]:
     assert word not in vocab
     vocab[word] = len(vocab)
 tokens = sorted(vocab, key=vocab.get)
-assert [vocab[t] for t in tokens] == list(range(len(tokens)))
+# An added token that is not special (GGUF type 4, user-defined): both libraries read it in text.
+USER = "<tool_call>"
+tokens.append(USER)
+assert [vocab[t] for t in tokens[:-1]] == list(range(len(tokens) - 1))
 
 # Test texts: edge cases by hand, then random strings from a pool of awkward pieces.
 texts = ["", " ", "  ", "\n", "\r\n", "\t", "a", "Hello world", "Hello  world", " leading space", "trailing space ",
@@ -56,7 +59,8 @@ texts = ["", " ", "  ", "\n", "\r\n", "\t", "a", "Hello world", "Hello  world", 
          "1 12 123 1234 12345 1234567", "3.14159, -2e10, $1,000.00 50%", "x=1+2*3; y<=4 && z>5 || w!=6",
          "def f(x):\n    return x**2  # comment\n", "naïve café Ünïcödé façade", "中文文本，日本語のテキスト", "한국어 텍스트",
          "Ελληνικά и русский", "عربى ٣٤٥ ١٢", "emoji 😀👍🏽🎉!", "½ ⅓ Ⅻ ², ³", "e\u0301 combining", "\u00a0nbsp\u3000ideographic",
-         "<|endoftext|> is text here", "an unmergeable zebra, quuxly", " zebra zebras unmergeable", "((nested)) [brackets] {braces} <angles>", "...!!!???", "a'b 'c' \"d\"",
+         "<|endoftext|> is text here", "an unmergeable zebra, quuxly", " zebra zebras unmergeable",
+         "call <tool_call>{\"a\": 1}<tool_call> <tool_call>x", "<tool_call>", "a<tool_call ><tool_call>>", "((nested)) [brackets] {braces} <angles>", "...!!!???", "a'b 'c' \"d\"",
          "ǅemal ʰ modifier", "\n\n\n", "   \t  \n  x", "word\n", " \n", "end  "]
 pool = ["a", "b", "Z", "the", "é", "ß", "Ω", "中", "文", "😀", "👍🏽", "0", "7", "42", "٣", "Ⅻ", "½", " ", "  ", "\t", "\n",
         "\r", "\r\n", "\u00a0", "\u3000", "'", "'s", "'LL", "'re", "'d", "!", "?", ".", ",", "(", ")", "-", "_", "$", "+",
@@ -68,6 +72,8 @@ texts.append(corpus[0][:1500])
 expected = {"texts": texts, "ids": {}}
 for pre, (pre_tokenizer, ignore_merges) in PRE.items():
     tok = Tokenizer(models.BPE(vocab=vocab, merges=[tuple(m.split(" ", 1)) for m in merges], ignore_merges=ignore_merges))
+    tok.add_tokens([AddedToken(USER, special=False, normalized=False)])
+    assert tok.token_to_id(USER) == len(tokens) - 1
     tok.pre_tokenizer = pre_tokenizer
     tok.decoder = decoders.ByteLevel()
     ids = [tok.encode(t, add_special_tokens=False).ids for t in texts]
@@ -80,7 +86,8 @@ for pre, (pre_tokenizer, ignore_merges) in PRE.items():
     writer.add_tokenizer_pre(pre)
     writer.add_token_list(tokens)
     writer.add_token_merges(merges)
-    writer.add_token_types([gguf.TokenType.CONTROL if t in SPECIAL else gguf.TokenType.NORMAL for t in tokens])
+    writer.add_token_types([gguf.TokenType.CONTROL if t in SPECIAL else gguf.TokenType.USER_DEFINED if t == USER
+                            else gguf.TokenType.NORMAL for t in tokens])
     writer.add_bos_token_id(vocab["<|endoftext|>"])
     writer.add_eos_token_id(vocab["<|im_end|>"])
     writer.write_header_to_file()

@@ -24,9 +24,22 @@ extension FuzzTarget {
         }
     }()
 
-    /// `text` cut as llama.cpp cuts it: each expression in turn splits every piece so far into its
-    /// matches and the unmatched runs between them.
+    /// `text` cut as llama.cpp cuts it: at the user-defined token, then each expression in turn
+    /// splits every piece so far into its matches and the unmatched runs between them.
     static func regexWords(_ text: String, _ expressions: [NSRegularExpression]) -> [String] {
+        // The fixture's user-defined token is cut out first and stays whole.
+        let token = "<tool_call>"
+        var outside: [String] = [], rest = text as NSString
+        while case let found = rest.range(of: token, options: .literal), found.location != NSNotFound {
+            outside.append(rest.substring(to: found.location))
+            outside.append(token)
+            rest = rest.substring(from: found.location + found.length) as NSString
+        }
+        outside.append(rest as String)
+        return outside.filter { !$0.isEmpty }.flatMap { $0 == token ? [token] : regexWords(in: $0, expressions) }
+    }
+
+    static func regexWords(in text: String, _ expressions: [NSRegularExpression]) -> [String] {
         var pieces = [text]
         for expression in expressions {
             pieces = pieces.flatMap { piece -> [String] in

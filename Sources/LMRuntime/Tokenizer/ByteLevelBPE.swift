@@ -18,6 +18,37 @@ struct ByteLevelBPE: Sendable {
     let storedMerges: [String]
     /// GGUF token type per token (1 normal, 3 control, ...), for writing back.
     let tokenTypes: [Int32]
+    /// User-defined tokens (type 4) by their text's bytes, longest first (ties by id): found in
+    /// text before pre-tokenizing, as llama.cpp and Hugging Face's added tokens are.
+    let userTokens: [(bytes: [UInt8], id: Int)]
+
+    /// `text`'s bytes cut at every occurrence of a user-defined token: each longest token first
+    /// splits what is still plain text at its leftmost, non-overlapping occurrences (llama.cpp's
+    /// order). Plain runs come back with `id` nil.
+    func splitAtUserTokens(_ text: [UInt8]) -> [(bytes: ArraySlice<UInt8>, id: Int?)] {
+        var fragments: [(bytes: ArraySlice<UInt8>, id: Int?)] = [(text[...], nil)]
+        for (token, id) in userTokens where !token.isEmpty {
+            fragments = fragments.flatMap { fragment -> [(bytes: ArraySlice<UInt8>, id: Int?)] in
+                guard fragment.id == nil else { return [fragment] }
+                var out: [(bytes: ArraySlice<UInt8>, id: Int?)] = []
+                let bytes = fragment.bytes
+                var start = bytes.startIndex, i = bytes.startIndex
+                while i + token.count <= bytes.endIndex {
+                    if bytes[i ..< i + token.count].elementsEqual(token) {
+                        if start < i { out.append((bytes[start ..< i], nil)) }
+                        out.append((bytes[i ..< i + token.count], id))
+                        i += token.count
+                        start = i
+                    } else {
+                        i += 1
+                    }
+                }
+                if start < bytes.endIndex { out.append((bytes[start...], nil)) }
+                return out
+            }
+        }
+        return fragments
+    }
 
     /// GPT-2's byte alphabet: the character that stands for each byte.
     static let alphabet: [Unicode.Scalar] = {

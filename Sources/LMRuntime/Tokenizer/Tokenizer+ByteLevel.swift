@@ -5,7 +5,8 @@ extension Tokenizer {
     /// byte characters, `tokenizer.ggml.merges` whose every entry is two tokens separated by a
     /// space whose concatenation is a token too (as Hugging Face's loader requires), and BOS and
     /// EOS ids in range. Control tokens (type 3) and user-defined ones (type 4) stand for their
-    /// own text; neither is ever read from text.
+    /// own text; user-defined ones are read from text (before pre-tokenizing, as llama.cpp and
+    /// Hugging Face do), control ones never.
     init(byteLevelGGUF file: GGUFFile) throws(GGUFError) {
         guard file.metadata["tokenizer.ggml.pre"] != nil else {
             throw .unsupportedVocabulary("a byte-level vocabulary without tokenizer.ggml.pre (how it splits text into words)")
@@ -70,19 +71,25 @@ extension Tokenizer {
             }
             addsBOS = value
         }
+        let userTokens = types.indices.filter { types[$0] == 4 }.map { (bytes: pieces[$0], id: $0) }
+            .sorted { ($0.bytes.count, -$0.id) > ($1.bytes.count, -$1.id) }
         let bpe = ByteLevelBPE(preTokenizer: preTokenizer, merges: merges, byteTokens: byteTokens, storedTokens: stored,
-                               storedMerges: storedMerges, tokenTypes: types)
+                               storedMerges: storedMerges, tokenTypes: types, userTokens: userTokens)
         let control = Set(types.indices.filter { types[$0] == 3 }).union([bos, eos])
         self.init(byteLevel: bpe, pieces: pieces, bosToken: bos, eosToken: eos, addsBOS: addsBOS, controlTokens: control)
     }
 
-    /// The words a byte-level vocabulary's pre-tokenizer cuts `text` into, in order (merges never
-    /// cross them; they join to `text`). In llama2.c's layout, which merges across the whole
-    /// text, the text itself.
+    /// The words a byte-level vocabulary cuts `text` into, in order (merges never cross them;
+    /// they join to `text`): each user-defined token's text, and the pre-tokenizer's words of
+    /// the runs between them. In llama2.c's layout, which merges across the whole text, the text itself.
     public func words(_ text: String) -> [String] {
         guard let byteLevel else { return [text] }
-        let scalars = Array(text.unicodeScalars)
-        return byteLevel.preTokenizer.words(scalars).map { String(String.UnicodeScalarView(scalars[$0])) }
+        return byteLevel.splitAtUserTokens(Array(text.utf8)).flatMap { fragment -> [String] in
+            let piece = String(decoding: fragment.bytes, as: UTF8.self)
+            if fragment.id != nil { return [piece] }
+            let scalars = Array(piece.unicodeScalars)
+            return byteLevel.preTokenizer.words(scalars).map { String(String.UnicodeScalarView(scalars[$0])) }
+        }
     }
 
     /// The `tokenizer.ggml.*` metadata of a byte-level vocabulary, as ``init(byteLevelGGUF:)`` reads it.

@@ -189,9 +189,16 @@ public struct Tokenizer: Sendable {
     /// A byte-level vocabulary's encoding: each pre-tokenized word from its bytes' tokens, merged
     /// lowest rank first (or taken whole where the pre-tokenizer says so and it is a token).
     private func encodeWords(_ text: String, _ bpe: ByteLevelBPE) -> [Int] {
-        let scalars = Array(text.unicodeScalars)
+        guard !bpe.userTokens.isEmpty else { return encodeWords(Array(text.unicodeScalars), bpe) }
+        return bpe.splitAtUserTokens(Array(text.utf8)).flatMap { fragment in
+            // Cut at whole tokens of valid UTF-8, so every fragment is whole characters.
+            fragment.id.map { [$0] } ?? encodeWords(Array(String(decoding: fragment.bytes, as: UTF8.self).unicodeScalars), bpe)
+        }
+    }
+
+    private func encodeWords(_ scalars: [Unicode.Scalar], _ bpe: ByteLevelBPE) -> [Int] {
         var out: [Int] = []
-        out.reserveCapacity(text.utf8.count)
+        out.reserveCapacity(scalars.count)
         var bytes: [UInt8] = []
         for word in bpe.preTokenizer.words(scalars) {
             bytes.removeAll(keepingCapacity: true)
