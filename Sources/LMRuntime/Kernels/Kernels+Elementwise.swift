@@ -43,6 +43,20 @@ extension Kernels {
         }
     }
 
+    /// Adds `bias` (`[1, q.cols + k.cols + v.cols]`) to every row of `q`, `k` and `v`, in that order of columns.
+    package static func addBias(_ bias: Matrix, to q: Matrix, _ k: Matrix, _ v: Matrix) {
+        precondition(bias.rows == 1 && bias.cols == q.cols + k.cols + v.cols && q.rows == k.rows && k.rows == v.rows, "bias shape mismatch")
+        func add(_ b: UnsafeMutablePointer<Float>, to m: Matrix) {
+            for r in 0 ..< m.rows {
+                let row = m.base + r * m.rowStride
+                for c in 0 ..< m.cols { row[c] += b[c] }
+            }
+        }
+        add(bias.base, to: q)
+        add(bias.base + q.cols, to: k)
+        add(bias.base + q.cols + k.cols, to: v)
+    }
+
     /// SwiGLU in place: for each row of `[gate | up]` (`[T, 2H]`), writes
     /// `silu(gate) * up` into the gate half.
     /// - Parameter gateUp: `[T, 2H]`; columns `0..<H` receive the result.

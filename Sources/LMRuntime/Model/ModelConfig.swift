@@ -44,6 +44,9 @@ public struct ModelConfig: Codable, Sendable, Equatable {
     /// wavelengths for long contexts (GGUF tensor `rope_freqs.weight`; JSON key
     /// `ropeFrequencyFactors`, written only when set). `nil`: plain RoPE.
     public var ropeFrequencyFactors: [Float]?
+    /// Whether the Q, K and V projections add a bias (Qwen2; GGUF `blk.N.attn_q.bias` and the
+    /// like; JSON key `attentionBias`, written only when true).
+    public var attentionBias = false
 
     /// The origin of a model's weights.
     public enum WeightSource: Codable, Sendable, Equatable {
@@ -83,11 +86,11 @@ public struct ModelConfig: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case name, dim, hiddenDim, layerCount, headCount, kvHeadCount, vocabSize, contextLength
-        case normEpsilon, ropeTheta, sharedClassifier, tokenizer, weights, weightPrecision, adapter, ropeFrequencyFactors
+        case normEpsilon, ropeTheta, sharedClassifier, tokenizer, weights, weightPrecision, adapter, ropeFrequencyFactors, attentionBias
     }
 
     /// Decodes a config; `normEpsilon`, `ropeTheta`, `sharedClassifier`, `weightPrecision`,
-    /// `adapter` and `ropeFrequencyFactors` are optional.
+    /// `adapter`, `ropeFrequencyFactors` and `attentionBias` are optional.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(name: try c.decode(String.self, forKey: .name),
@@ -106,6 +109,7 @@ public struct ModelConfig: Codable, Sendable, Equatable {
                   weightPrecision: try c.decodeIfPresent(WeightPrecision.self, forKey: .weightPrecision) ?? .f32)
         adapter = try c.decodeIfPresent(String.self, forKey: .adapter)
         ropeFrequencyFactors = try c.decodeIfPresent([Float].self, forKey: .ropeFrequencyFactors)
+        attentionBias = try c.decodeIfPresent(Bool.self, forKey: .attentionBias) ?? false
     }
 
     /// Encodes a config; `weightPrecision` only when it is not the default, so float32 configs
@@ -128,6 +132,7 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         if weightPrecision != .f32 { try c.encode(weightPrecision, forKey: .weightPrecision) }
         try c.encodeIfPresent(adapter, forKey: .adapter)
         try c.encodeIfPresent(ropeFrequencyFactors, forKey: .ropeFrequencyFactors)
+        if attentionBias { try c.encode(attentionBias, forKey: .attentionBias) }
     }
 
     /// Parameters in the weight matrices and norms (classifier counted once when shared).

@@ -47,6 +47,11 @@ public struct ModelFingerprint: Hashable, Sendable, CustomStringConvertible {
                 return [UInt8(truncatingIfNeeded: bits), UInt8(truncatingIfNeeded: bits >> 8)]
             })
         }
+        // Attention biases (Qwen2) live beside the buffers; few enough to hash whole.
+        for layer in weights.layers {
+            guard let bias = layer.qkvBias else { continue }
+            hash.update(data: bias.toArray().flatMap { value in (0 ..< 4).map { UInt8(truncatingIfNeeded: value.bitPattern >> (8 * $0)) } })
+        }
         bytes = Array(hash.finalize())
     }
 

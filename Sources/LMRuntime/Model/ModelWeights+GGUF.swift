@@ -67,14 +67,23 @@ extension ModelWeights {
         do { scratch = try halfCounts.max().map { try FloatBuffer(checkedCount: $0) } } catch {
             throw ModelLoadError.allocationFailed(bytes: 4 * (halfCounts.max() ?? 0))
         }
+        // Qwen2's files keep Q and K in Hugging Face's order, which rotates pairs (i, i + headDim/2);
+        // this runtime rotates adjacent pairs, so their rows (and biases) are interleaved per head.
+        let halfSplit = file.metadata["general.architecture"]?.stringValue == "qwen2"
+        func reorder(_ name: String, _ matrix: Matrix) {
+            guard halfSplit, [".attn_q.", ".attn_k."].contains(where: name.contains) else { return }
+            Self.interleaveHalves(matrix, headDim: config.headDim)
+        }
         for (target, info) in zip(targets, infos) {
             guard let scratch, case .f16 = target.matrix.storage else {
                 let matrix = target.matrix.floatMatrix()   // a view: fresh float32 weights are plain rows
                 info.type.decode(from: data, byteOffset: info.dataOffset, into: matrix)
+                reorder(target.name, matrix)
                 continue
             }
             let floats = WeightMatrix(Matrix(buffer: scratch, rows: target.matrix.rows, cols: target.matrix.cols))
             info.type.decode(from: data, byteOffset: info.dataOffset, into: floats.floatMatrix())
+            reorder(target.name, floats.floatMatrix())
             if let error = ModelLoadError.encodingOverflow(tensor: target.name, floats, as: .f16) { throw error }
             Kernels.convert(floats, into: target.matrix)
         }
@@ -84,35 +93,35 @@ extension ModelWeights {
     /// The model's dimensions from a GGUF file's metadata.
     static func ggufConfig(_ file: GGUFFile, path: String) throws(GGUFError) -> ModelConfig {
         let architecture = try file.string("general.architecture")
-        guard architecture == "llama" else { throw .unsupportedArchitecture(architecture) }
-        let heads = try file.integer("llama.attention.head_count")
-        let dim = try file.integer("llama.embedding_length")
+        guard architecture == "llama" || architecture == "qwen2" else { throw .unsupportedArchitecture(architecture) }
+        let heads = try file.integer("\(architecture).attention.head_count")
+        let dim = try file.integer("\(architecture).embedding_length")
         guard let embedding = file.tensor(named: "token_embd.weight") else { throw .missingTensor("token_embd.weight") }
         guard embedding.dimensions.count == 2 else {
             throw .shapeMismatch(tensor: embedding.name, expected: [dim, -1], found: embedding.dimensions, byteOffset: embedding.infoOffset)
         }
         let vocabulary = embedding.dimensions[1]
-        if file.metadata["llama.vocab_size"] != nil, try file.integer("llama.vocab_size") != vocabulary {
-            throw .invalidField(field: "llama.vocab_size", byteOffset: file.offset(of: "llama.vocab_size"),
+        if file.metadata["\(architecture).vocab_size"] != nil, try file.integer("\(architecture).vocab_size") != vocabulary {
+            throw .invalidField(field: "\(architecture).vocab_size", byteOffset: file.offset(of: "\(architecture).vocab_size"),
                                 reason: "token_embd.weight has \(vocabulary) rows")
         }
-        if file.metadata["llama.rope.dimension_count"] != nil, heads > 0,
-           try file.integer("llama.rope.dimension_count") != dim / heads {
-            throw .invalidField(field: "llama.rope.dimension_count", byteOffset: file.offset(of: "llama.rope.dimension_count"),
+        if file.metadata["\(architecture).rope.dimension_count"] != nil, heads > 0,
+           try file.integer("\(architecture).rope.dimension_count") != dim / heads {
+            throw .invalidField(field: "\(architecture).rope.dimension_count", byteOffset: file.offset(of: "\(architecture).rope.dimension_count"),
                                 reason: "partial rotary embedding is not supported; it must equal the head size \(dim / heads)")
         }
-        if let scaling = file.metadata["llama.rope.scaling.type"], scaling.stringValue != "none" {
-            throw .invalidField(field: "llama.rope.scaling.type", byteOffset: file.offset(of: "llama.rope.scaling.type"),
+        if let scaling = file.metadata["\(architecture).rope.scaling.type"], scaling.stringValue != "none" {
+            throw .invalidField(field: "\(architecture).rope.scaling.type", byteOffset: file.offset(of: "\(architecture).rope.scaling.type"),
                                 reason: "RoPE scaling is not supported")
         }
         let name = file.metadata["general.name"]?.stringValue
             ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
-        var config = ModelConfig(name: name, dim: dim, hiddenDim: try file.integer("llama.feed_forward_length"),
-                           layerCount: try file.integer("llama.block_count"), headCount: heads,
-                           kvHeadCount: try file.integer("llama.attention.head_count_kv", default: heads),
-                           vocabSize: vocabulary, contextLength: try file.integer("llama.context_length"),
-                           normEpsilon: try file.float("llama.attention.layer_norm_rms_epsilon", default: 1e-5),
-                           ropeTheta: try file.float("llama.rope.freq_base", default: 10000),
+        var config = ModelConfig(name: name, dim: dim, hiddenDim: try file.integer("\(architecture).feed_forward_length"),
+                           layerCount: try file.integer("\(architecture).block_count"), headCount: heads,
+                           kvHeadCount: try file.integer("\(architecture).attention.head_count_kv", default: heads),
+                           vocabSize: vocabulary, contextLength: try file.integer("\(architecture).context_length"),
+                           normEpsilon: try file.float("\(architecture).attention.layer_norm_rms_epsilon", default: 1e-5),
+                           ropeTheta: try file.float("\(architecture).rope.freq_base", default: 10000),
                            sharedClassifier: file.tensor(named: "output.weight") == nil, weights: .gguf(path: path))
         if let factors = file.tensor(named: Self.ropeFactorsTensor), heads > 0 {   // Llama 3.1's long-context RoPE
             guard factors.dimensions == [dim / heads / 2] else {
@@ -122,7 +131,24 @@ extension ModelWeights {
             factors.type.decode(from: file.data, byteOffset: factors.dataOffset, into: values)
             config.ropeFrequencyFactors = values.toArray()
         }
+        config.attentionBias = file.tensor(named: "blk.0.attn_q.bias") != nil
         return config
+    }
+
+    /// Reorders each head's rows (or, for a one-row bias, its values) from the half-split RoPE
+    /// layout (pairs `i`, `i + headDim/2`) to the adjacent one (pairs `2i`, `2i + 1`).
+    static func interleaveHalves(_ m: Matrix, headDim: Int) {
+        let half = headDim / 2, original = Matrix.zeros(rows: m.rows, cols: m.cols)
+        Kernels.copy(m, into: original)
+        let vector = m.rows == 1, count = vector ? m.cols : m.rows
+        for head in 0 ..< count / headDim {
+            for i in 0 ..< half {
+                for (to, from) in [(2 * i, i), (2 * i + 1, i + half)] {
+                    let t = head * headDim + to, f = head * headDim + from
+                    if vector { m[0, t] = original[0, f] } else { Kernels.copy(original.row(f), into: m.row(t)) }
+                }
+            }
+        }
     }
 
     /// llama.cpp's name for the RoPE frequency divisors (``ModelConfig/ropeFrequencyFactors``).
@@ -145,6 +171,12 @@ extension ModelWeights {
                     ("blk.\(i).ffn_gate.weight", layer.gateUp.rows(0 ..< h), false),
                     ("blk.\(i).ffn_up.weight", layer.gateUp.rows(h ..< 2 * h), false),
                     ("blk.\(i).ffn_down.weight", layer.down, false)]
+            if let bias = layer.qkvBias {
+                let d = config.dim, kv = config.kvDim
+                out += [("blk.\(i).attn_q.bias", WeightMatrix(bias.columns(0 ..< d)), true),
+                        ("blk.\(i).attn_k.bias", WeightMatrix(bias.columns(d ..< d + kv)), true),
+                        ("blk.\(i).attn_v.bias", WeightMatrix(bias.columns(d + kv ..< d + 2 * kv)), true)]
+            }
         }
         out.append(("output_norm.weight", WeightMatrix(finalNorm), true))
         if !config.sharedClassifier { out.append(("output.weight", classifier, false)) }

@@ -35,6 +35,7 @@ extension ModelWeights {
             Kernels.fill(layer.ffnNorm, with: 1)
         }
         if !config.sharedClassifier { jobs.append((weights.classifier.floats, 2.5 * unit(config.dim))) }
+        for layer in weights.layers { if let bias = layer.qkvBias { jobs.append((bias, 0.5)) } }   // last: other streams unchanged
         Kernels.fill(weights.finalNorm, with: 1)
         // Split big matrices into row bands so both cores stay busy; each band has its own stream.
         var bands: [(Matrix, UInt64, Float)] = []

@@ -22,6 +22,9 @@ public struct LayerWeights: Sendable {
     public let gateUp: WeightMatrix
     /// Down projection (W2), `[dim, hiddenDim]`.
     public let down: WeightMatrix
+    /// Biases of Q, K and V stacked as ``qkv``'s rows, `[1, dim + 2 * kvDim]`, float32; `nil`
+    /// without ``ModelConfig/attentionBias``.
+    public let qkvBias: Matrix?
 
     private var kvDim: Int { (qkv.rows - qkv.cols) / 2 }
 }
@@ -88,7 +91,8 @@ public final class ModelWeights: Sendable {
         tokenEmbedding = matrix(config.vocabSize, d)
         layers = (0 ..< config.layerCount).map { _ in
             LayerWeights(attentionNorm: vector(d), qkv: matrix(d + 2 * kv, d),
-                         wo: matrix(d, d), ffnNorm: vector(d), gateUp: matrix(2 * h, d), down: matrix(d, h))
+                         wo: matrix(d, d), ffnNorm: vector(d), gateUp: matrix(2 * h, d), down: matrix(d, h),
+                         qkvBias: config.attentionBias ? Matrix.zeros(rows: 1, cols: d + 2 * kv) : nil)
         }
         finalNorm = vector(d)
         classifier = config.sharedClassifier ? tokenEmbedding : matrix(config.vocabSize, d)
@@ -132,7 +136,7 @@ public final class ModelWeights: Sendable {
         }
         let packedLayers = layers.map { l in
             LayerWeights(attentionNorm: l.attentionNorm, qkv: pack(l.qkv, c.dim, c.kvDim), wo: pack(l.wo),
-                         ffnNorm: l.ffnNorm, gateUp: pack(l.gateUp, c.hiddenDim), down: pack(l.down))
+                         ffnNorm: l.ffnNorm, gateUp: pack(l.gateUp, c.hiddenDim), down: pack(l.down), qkvBias: l.qkvBias)
         }
         return ModelWeights(config: c, tokenEmbedding: tokenEmbedding, layers: packedLayers, finalNorm: finalNorm,
                             classifier: c.sharedClassifier ? classifier : pack(classifier), ropeCos: ropeCos, ropeSin: ropeSin,
@@ -169,7 +173,8 @@ public final class ModelWeights: Sendable {
                                     _ transform: (WeightMatrix, WeightMatrix) -> WeightMatrix) -> ModelWeights {
         let mapped = zip(layers, other.layers).map { l, o in
             LayerWeights(attentionNorm: l.attentionNorm, qkv: transform(l.qkv, o.qkv), wo: transform(l.wo, o.wo),
-                         ffnNorm: l.ffnNorm, gateUp: transform(l.gateUp, o.gateUp), down: transform(l.down, o.down))
+                         ffnNorm: l.ffnNorm, gateUp: transform(l.gateUp, o.gateUp), down: transform(l.down, o.down),
+                         qkvBias: l.qkvBias)
         }
         return ModelWeights(config: config, tokenEmbedding: tokenEmbedding, layers: mapped, finalNorm: finalNorm,
                             classifier: config.sharedClassifier ? classifier : transform(classifier, other.classifier),
@@ -195,6 +200,7 @@ public final class ModelWeights: Sendable {
         for (a, b) in zip(layers, out.layers) {
             Kernels.copy(a.attentionNorm, into: b.attentionNorm)
             Kernels.copy(a.ffnNorm, into: b.ffnNorm)
+            if let from = a.qkvBias, let to = b.qkvBias { Kernels.copy(from, into: to) }
             copy(a.qkv, b.qkv)
             copy(a.wo, b.wo)
             copy(a.gateUp, b.gateUp)

@@ -37,6 +37,7 @@ extension ModelConfig {
         let vectors = Double(layerCount) * 2 * Double(dim) + Double(dim)
         let weights = vectors + (parameterMagnitude - vectors) * Double(weightPrecision.bytesPerWeight) / float
             + Double(contextLength) * Double(headDim)
+            + (attentionBias ? Double(layerCount) * Double(dim + 2 * kvDim) : 0)
         let attentionRows = Double(min(max(1, workers), kvHeadCount)) * Double(headCount / max(1, kvHeadCount))
             * Double(Kernels.attentionBlockRows)
         let scratch = batch * (4 * Double(dim) + 2 * Double(hiddenDim)) + Double(vocabSize)

@@ -140,6 +140,7 @@ public final class Transformer: @unchecked Sendable {
             let newKeys = keys.rows(start ..< end), newValues = values.rows(start ..< end)
             Kernels.rmsNorm(x, weight: layer.attentionNorm, epsilon: c.normEpsilon, into: normed) // attention norm
             Kernels.matmul(normed, transposed: layer.qkv, into: q, newKeys, newValues, scratch: h) // Q, and K/V into the cache
+            if let bias = layer.qkvBias { Kernels.addBias(bias, to: q, newKeys, newValues) }   // Qwen2's Q, K, V biases
             Kernels.rope(q, headDim: c.headDim, startPosition: start, cos: w.ropeCos, sin: w.ropeSin)
             Kernels.rope(newKeys, headDim: c.headDim, startPosition: start, cos: w.ropeCos, sin: w.ropeSin)
             Kernels.causalAttention(queries: q, keys: keys, values: values, output: attended,
