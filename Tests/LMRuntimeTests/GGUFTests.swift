@@ -355,8 +355,8 @@ struct GGUFTests {
         missing.tensors.removeAll { $0.name == "blk.0.ffn_up.weight" }
         #expect(Self.loadError(missing.data()) == .missingTensor("blk.0.ffn_up.weight"))
         var stray = good
-        stray.f32Tensor("blk.0.attn_q.bias", [4], [1, 1, 1, 1])   // Qwen2's attention biases: not this architecture
-        if case let .invalidField(field, _, _)? = Self.loadError(stray.data()) { #expect(field == "tensor blk.0.attn_q.bias") }
+        stray.f32Tensor("blk.0.attn_output.bias", [4], [1, 1, 1, 1])   // an output-projection bias: not run here
+        if case let .invalidField(field, _, _)? = Self.loadError(stray.data()) { #expect(field == "tensor blk.0.attn_output.bias") }
         else { Issue.record("an unknown tensor must be refused") }
         var duplicate = good
         duplicate.u32("llama.block_count", 1)
