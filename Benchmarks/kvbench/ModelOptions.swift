@@ -17,8 +17,11 @@ struct ModelOptions: ParsableArguments {
     @Option(name: .long, help: "A llama2.c tokenizer.bin for --checkpoint.")
     var tokenizer: String?
 
-    @Option(name: .long, help: "A GGUF (version 3) llama model, with its vocabulary, to use instead of a bundled model.")
+    @Option(name: .long, help: "A GGUF (version 3) llama or qwen2 model, with its vocabulary, to use instead of a bundled model.")
     var gguf: String?
+
+    @Option(name: .long, help: "With --gguf: the most tokens of context to give the model, when the file declares more (saves K/V memory).")
+    var context: Int?
 
     @Option(name: .long, help: "A LoRA adapter (GGUF; `kvbench adapter` writes one) to merge into the model's float32 weights.")
     var adapter: String?
@@ -34,20 +37,24 @@ struct ModelOptions: ParsableArguments {
 
     /// The shared options, by their command-line names.
     enum Name: String, CaseIterable {
-        case model, checkpoint, tokenizer, gguf, adapter, precision, threads, seed
+        case model, checkpoint, tokenizer, gguf, context, adapter, precision, threads, seed
     }
 
     func validate() throws {
         let sources = [("--model", model), ("--checkpoint", checkpoint), ("--gguf", gguf)].filter { $0.1 != nil }.map(\.0)
         if sources.count > 1 { throw ValidationError("Use one of \(sources.joined(separator: ", ")), not several.") }
         if tokenizer != nil, checkpoint == nil { throw ValidationError("--tokenizer goes with --checkpoint.") }
+        if let context {
+            guard gguf != nil else { throw ValidationError("--context goes with --gguf.") }
+            guard context >= 1 else { throw ValidationError("--context must be at least 1, got \(context).") }
+        }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1, got \(threads).") }
     }
 
     /// Rejects any of `unusable` that was given: `subcommand` has no use for it.
     func refuse(_ unusable: [Name], in subcommand: String) throws {
         let given: [Name: Bool] = [.model: model != nil, .checkpoint: checkpoint != nil, .tokenizer: tokenizer != nil,
-                                   .gguf: gguf != nil, .adapter: adapter != nil, .precision: precision != nil, .threads: threads != nil, .seed: seed != nil]
+                                   .gguf: gguf != nil, .context: context != nil, .adapter: adapter != nil, .precision: precision != nil, .threads: threads != nil, .seed: seed != nil]
         if let name = unusable.first(where: { given[$0] == true }) {
             throw ValidationError("kvbench \(subcommand) does not use --\(name.rawValue); drop it.")
         }
@@ -74,7 +81,8 @@ struct ModelOptions: ParsableArguments {
         } else if let gguf {
             wanted = precision ?? .f32
             // Without an adapter to merge in float32, halfs are decoded straight into half storage.
-            weights = try ModelWeights.gguf(at: URL(fileURLWithPath: gguf), precision: adapter == nil ? wanted : .f32)
+            weights = try ModelWeights.gguf(at: URL(fileURLWithPath: gguf), precision: adapter == nil ? wanted : .f32,
+                                            contextLength: context)
         } else {
             let catalog = ModelCatalog.bundled
             var config = try catalog.config(named: model ?? fallback)
@@ -105,7 +113,8 @@ struct ModelOptions: ParsableArguments {
                                        adapter: adapter, weightPrecision: precision, prefixStore: prefixStore)
         }
         if let gguf {
-            return SystemLanguageModel(gguf: URL(fileURLWithPath: gguf), adapter: adapter, weightPrecision: precision, prefixStore: prefixStore)
+            return SystemLanguageModel(gguf: URL(fileURLWithPath: gguf), adapter: adapter, weightPrecision: precision,
+                                       contextLength: context, prefixStore: prefixStore)
         }
         return SystemLanguageModel(named: model ?? fallback, adapter: adapter, weightPrecision: precision, prefixStore: prefixStore)
     }

@@ -219,6 +219,8 @@ struct KVBenchTests {
         (["generate", "--model", "tiny", "--checkpoint", "m.bin", "--prompt", "x"], "Use one of --model, --checkpoint, not several"),
         (["generate", "--gguf", "a.gguf", "--checkpoint", "m.bin", "--prompt", "x"], "Use one of --checkpoint, --gguf, not several"),
         (["generate", "--gguf", "/nonexistent.gguf", "--prompt", "x"], "cannot read /nonexistent.gguf"),
+        (["generate", "--model", "tiny", "--context", "64", "--prompt", "x"], "--context goes with --gguf"),
+        (["generate", "--gguf", "a.gguf", "--context", "0", "--prompt", "x"], "--context must be at least 1, got 0"),
         (["responses", "--seed", "3"], "kvbench responses does not use --seed"),
         (["kernels", "--seed", "3"], "kvbench kernels does not use --seed"),
         (["kernels", "--format", "csv"], "kvbench kernels writes --format table, json; not csv"),

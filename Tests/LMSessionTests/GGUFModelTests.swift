@@ -118,6 +118,37 @@ struct GGUFModelTests {
         #expect(Self.spelled(text.tokens, plain) == "System:Be brief.<|im_end|>User:Hi<|im_end|>Assistant:")
     }
 
+    @Test func ggufModel_withALimitedContextSharesCachedKVWithTheWholeModel() async throws {
+        let loaded = try tinyModel.loaded()   // declares 1,024 positions
+        let url = Fixtures.temporaryFile("tiny-limited.gguf"), directory = Fixtures.temporaryFile("kv-limited")
+        defer { for file in [url, directory] { try? FileManager.default.removeItem(at: file) } }
+        try loaded.weights.ggufData(tokenizer: loaded.tokenizer).write(to: url)
+        let limited = SystemLanguageModel(gguf: url, contextLength: 256, prefixStore: .persistent(in: directory))
+        #expect(limited.contextSize == 256)
+        let original = LanguageModelSession(model: limited, instructions: "You are a running coach.")
+        for prompt in ["Plan a tempo run.", "And tomorrow?"] { _ = try await original.respond(to: prompt, options: short(8)) }
+        let held = try await original.cachedTokens
+        try limited.loaded().prefixStore.flush()
+
+        // Past the limit: the typed error with the limited size, and the conversation kept.
+        let transcript = original.transcript
+        do {
+            _ = try await original.respond(to: String(repeating: "run fast and far ", count: 60), options: short(8))
+            Issue.record("a prompt past the limited context was answered")
+        } catch let LanguageModelError.contextSizeExceeded(context) {
+            #expect(context.contextSize == 256)
+        }
+        #expect(original.transcript == transcript)
+
+        // The whole model (a relaunch without the limit) restores every row from the same directory.
+        let whole = SystemLanguageModel(gguf: url, prefixStore: .persistent(in: directory))
+        #expect(whole.contextSize == 1024)
+        let session = LanguageModelSession(model: whole, transcript: transcript)
+        let r = try await session.respond(to: "How fast?", options: short(8))
+        #expect(r.usage.input.cachedFromDiskCount == held.count)
+        try await session.expectCacheExact()
+    }
+
     @Test func ggufModel_aMalformedFileIsATypedLoadError() throws {
         let url = Fixtures.temporaryFile("bad.gguf")
         defer { try? FileManager.default.removeItem(at: url) }

@@ -56,11 +56,14 @@ public struct ModelCatalog: Sendable {
     }
 
     /// Builds the weights a config describes (synthetic, checkpoint or GGUF) in its ``ModelConfig/weightPrecision``.
+    /// A GGUF file's dimensions are its own; the config's ``ModelConfig/contextLength``, when
+    /// shorter than the file's, limits the context (``ModelConfig/limitingContext(to:)``).
     public func weights(for config: ModelConfig) throws -> ModelWeights {
         switch config.weights {
         case let .synthetic(seed): return try .synthetic(config, seed: seed)
         case let .checkpoint(path): return try ModelWeights.checkpoint(at: resolve(path)).converted(to: config.weightPrecision)
-        case let .gguf(path): return try ModelWeights.gguf(at: resolve(path), precision: config.weightPrecision)
+        case let .gguf(path):
+            return try ModelWeights.gguf(at: resolve(path), precision: config.weightPrecision, contextLength: config.contextLength)
         }
     }
 

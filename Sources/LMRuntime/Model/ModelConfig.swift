@@ -19,8 +19,16 @@ public struct ModelConfig: Codable, Sendable, Equatable {
     public var kvHeadCount: Int
     /// Vocabulary size.
     public var vocabSize: Int
-    /// Maximum sequence length (positions) the model supports.
+    /// Maximum sequence length (positions) this runtime gives the model: the K/V it may hold,
+    /// its RoPE tables and a session's context window. The model's own, unless it was loaded with
+    /// a shorter one (``limitingContext(to:)``).
     public var contextLength: Int
+    /// The context length the model's file declares, when it was loaded with a shorter
+    /// ``contextLength`` (``limitingContext(to:)``); `nil` when the two are the same (JSON key
+    /// `trainedContextLength`, written only when set). Nothing a model computes depends on it:
+    /// the model fingerprint hashes the config with this length in place of ``contextLength``, so
+    /// a limited model shares cached K/V and adapters with the whole one, and writers record it.
+    public var trainedContextLength: Int?
     /// RMSNorm epsilon.
     public var normEpsilon: Float
     /// RoPE base frequency.
@@ -54,7 +62,7 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         case synthetic(seed: UInt64)
         /// A llama2.c checkpoint file, relative to the config's folder or absolute.
         case checkpoint(path: String)
-        /// A GGUF file (``ModelWeights/gguf(at:precision:memoryLimit:)``), relative to the config's folder or absolute.
+        /// A GGUF file (``ModelWeights/gguf(at:precision:contextLength:memoryLimit:)``), relative to the config's folder or absolute.
         case gguf(path: String)
     }
 
@@ -87,10 +95,11 @@ public struct ModelConfig: Codable, Sendable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case name, dim, hiddenDim, layerCount, headCount, kvHeadCount, vocabSize, contextLength
         case normEpsilon, ropeTheta, sharedClassifier, tokenizer, weights, weightPrecision, adapter, ropeFrequencyFactors, attentionBias
+        case trainedContextLength
     }
 
     /// Decodes a config; `normEpsilon`, `ropeTheta`, `sharedClassifier`, `weightPrecision`,
-    /// `adapter`, `ropeFrequencyFactors` and `attentionBias` are optional.
+    /// `adapter`, `ropeFrequencyFactors`, `attentionBias` and `trainedContextLength` are optional.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(name: try c.decode(String.self, forKey: .name),
@@ -110,6 +119,7 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         adapter = try c.decodeIfPresent(String.self, forKey: .adapter)
         ropeFrequencyFactors = try c.decodeIfPresent([Float].self, forKey: .ropeFrequencyFactors)
         attentionBias = try c.decodeIfPresent(Bool.self, forKey: .attentionBias) ?? false
+        trainedContextLength = try c.decodeIfPresent(Int.self, forKey: .trainedContextLength)
     }
 
     /// Encodes a config; `weightPrecision` only when it is not the default, so float32 configs
@@ -133,6 +143,32 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         try c.encodeIfPresent(adapter, forKey: .adapter)
         try c.encodeIfPresent(ropeFrequencyFactors, forKey: .ropeFrequencyFactors)
         if attentionBias { try c.encode(attentionBias, forKey: .attentionBias) }
+        try c.encodeIfPresent(trainedContextLength, forKey: .trainedContextLength)
+    }
+
+    /// This config with at most `limit` positions of context: a longer ``contextLength`` becomes
+    /// `limit` and the model's own is kept in ``trainedContextLength``; a config already as short
+    /// is returned as it is. What it saves is memory: the K/V a session may grow to, and the RoPE
+    /// tables (Llama 3.x declares 131,072 positions, whose float32 K/V alone is 8.6 GB for 3.2 1B).
+    /// ``validate()`` refuses a `limit` below 1.
+    public func limitingContext(to limit: Int) -> ModelConfig {
+        guard limit < contextLength else { return self }
+        var limited = self
+        limited.trainedContextLength = trainedContextLength ?? contextLength
+        limited.contextLength = limit
+        return limited
+    }
+
+    /// The context length the model declares: ``trainedContextLength`` when it was limited, else ``contextLength``.
+    var declaredContextLength: Int { trainedContextLength ?? contextLength }
+
+    /// This config as the model declares it (the context not limited): what the fingerprint
+    /// hashes, so limiting the context changes no fingerprint.
+    var declared: ModelConfig {
+        var whole = self
+        whole.contextLength = declaredContextLength
+        whole.trainedContextLength = nil
+        return whole
     }
 
     /// Parameters in the weight matrices and norms (classifier counted once when shared).
@@ -173,5 +209,9 @@ public struct ModelConfig: Codable, Sendable, Equatable {
         let parameters = parameterMagnitude
         try require(parameters < 0x1p31, "the model would have \(parameters) parameters; the limit is 2^31")
         try require(contextLength <= 1 << 20, "contextLength \(contextLength) exceeds 1,048,576")
+        if let trained = trainedContextLength {
+            try require(trained > contextLength && trained <= Int(UInt32.max),
+                        "trainedContextLength \(trained) must exceed contextLength \(contextLength) and fit 32 bits")
+        }
     }
 }

@@ -8,7 +8,8 @@ import Foundation
 /// Why a sample and not every byte: hashing all of `base`'s 412 MB takes about 0.26 s
 /// (SHA-256 at ~1.6 GB/s), paid again at every launch before the first cache hit from disk,
 /// which alone would exceed the relaunch latency the store exists to save. The config (every
-/// dimension, the weight source and seed), the total size, and 65,536 floats spread evenly
+/// dimension, the weight source and seed; the context length the model declares, not a shorter
+/// one it was loaded with, since K/V rows do not depend on it), the total size, and 65,536 floats spread evenly
 /// over the buffer (every tensor is sampled; read as plain rows, so packing for streaming does not
 /// change it) tell apart any two models that are not
 /// byte-identical in all but a vanishing fraction of unsampled weights.
@@ -26,7 +27,8 @@ public struct ModelFingerprint: Hashable, Sendable, CustomStringConvertible {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         // A config always encodes (plain values); an empty string would still be hashed consistently.
-        hash.update(data: (try? encoder.encode(weights.config)) ?? Data())
+        // A limited context changes no value the model computes, so the declared one is hashed.
+        hash.update(data: (try? encoder.encode(weights.config.declared)) ?? Data())
         let floats = weights.storage
         let count = UInt64(floats.count)
         hash.update(data: (0 ..< 8).map { UInt8(truncatingIfNeeded: count >> (8 * $0)) })

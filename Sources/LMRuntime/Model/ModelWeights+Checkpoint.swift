@@ -88,14 +88,18 @@ extension ModelWeights {
     /// The weights as a llama2.c checkpoint (the inverse of ``checkpoint(at:)``), so a
     /// synthetic model can be run by llama2.c or reloaded with `--checkpoint`.
     /// - Throws: ``ModelLoadError/unrepresentableInCheckpoint(_:)`` for a RoPE base other than
-    ///   10,000, RoPE frequency factors, attention biases or an RMSNorm epsilon other than 1e-5, which the format
-    ///   cannot record (a reader would run another model).
+    ///   10,000, RoPE frequency factors, attention biases, an RMSNorm epsilon other than 1e-5 or a
+    ///   context limited at load (``ModelConfig/trainedContextLength``), which the format cannot
+    ///   record (a reader would run another model, or one with another fingerprint).
     public func checkpointData() throws(ModelLoadError) -> Data {
         let c = config, h = c.hiddenDim
         if c.ropeTheta != 10000 { throw .unrepresentableInCheckpoint("RoPE base \(c.ropeTheta) (it means 10,000)") }
         if c.ropeFrequencyFactors != nil { throw .unrepresentableInCheckpoint("RoPE frequency factors") }
         if c.attentionBias { throw .unrepresentableInCheckpoint("attention biases") }
         if c.normEpsilon != 1e-5 { throw .unrepresentableInCheckpoint("RMSNorm epsilon \(c.normEpsilon) (it means 1e-5)") }
+        if let trained = c.trainedContextLength {
+            throw .unrepresentableInCheckpoint("a context limited to \(c.contextLength) of the model's \(trained) positions (load it whole to convert it)")
+        }
         var data = Data()
         let header = [c.dim, c.hiddenDim, c.layerCount, c.headCount, c.kvHeadCount,
                       c.sharedClassifier ? c.vocabSize : -c.vocabSize, c.contextLength]

@@ -13,20 +13,24 @@ extension ModelWeights {
     ///     float32 scratch and rounded into half storage in turn, so the float32 model never exists
     ///     in memory; the weights have the bits of loading in float32 and then
     ///     ``converted(to:memoryLimit:)``, and are refused the same way when one does not fit a half.
+    ///   - contextLength: the most positions of context to give the model (``ModelConfig/limitingContext(to:)``);
+    ///     `nil` for the file's own `context_length`. Long-context models (Llama 3.x declares 131,072)
+    ///     otherwise count K/V for their whole context against `memoryLimit`.
     ///   - memoryLimit: the most bytes running the model may need (``MemoryLimit``), checked before
     ///     anything is allocated.
     /// - Throws: ``ModelLoadError/gguf(path:_:)`` naming the field or tensor and its byte offset,
     ///   ``ModelLoadError/beyondHalfRange(tensor:count:largest:)`` (with `.f16`), or the
-    ///   ``ModelLoadError`` cases for unreadable files, impossible dimensions and memory.
-    public static func gguf(at url: URL, precision: WeightPrecision = .f32,
+    ///   ``ModelLoadError`` cases for unreadable files, impossible dimensions (a `contextLength`
+    ///   below 1 among them) and memory.
+    public static func gguf(at url: URL, precision: WeightPrecision = .f32, contextLength: Int? = nil,
                             memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
         let data = try ModelLoadError.mappedContents(of: url)
-        return try gguf(data: data, path: url.path, precision: precision, memoryLimit: memoryLimit)
+        return try gguf(data: data, path: url.path, precision: precision, contextLength: contextLength, memoryLimit: memoryLimit)
     }
 
-    /// Loads a GGUF model from its bytes (see ``gguf(at:precision:memoryLimit:)``).
+    /// Loads a GGUF model from its bytes (see ``gguf(at:precision:contextLength:memoryLimit:)``).
     public static func gguf(data: Data, path: String = "<memory>", precision: WeightPrecision = .f32,
-                            memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
+                            contextLength: Int? = nil, memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
         let file: GGUFFile
         var config: ModelConfig
         do throws(GGUFError) {
@@ -34,6 +38,7 @@ extension ModelWeights {
             config = try ggufConfig(file, path: path)
         } catch { throw ModelLoadError.gguf(path: path, error) }
         config.weightPrecision = precision
+        if let contextLength { config = config.limitingContext(to: contextLength) }
         try config.validate()
         try config.checkResources(limit: memoryLimit)
         if precision == .f16 {   // while loading, the weights and the largest matrix's float32 scratch
@@ -184,7 +189,7 @@ extension ModelWeights {
     }
 
     /// The model (and, when given, its tokenizer) as a GGUF version 3 file of the `llama`
-    /// architecture, readable by ``gguf(at:precision:memoryLimit:)`` and by llama.cpp.
+    /// architecture, readable by ``gguf(at:precision:contextLength:memoryLimit:)`` and by llama.cpp.
     /// - Parameters:
     ///   - tokenizer: written as its kind of vocabulary: SentencePiece-style `llama` (spaces as `▁`)
     ///     or byte-level `gpt2`.
@@ -215,7 +220,7 @@ extension ModelWeights {
         writer.set("general.architecture", .string("llama"))
         writer.set("general.name", .string(c.name))
         writer.set("general.file_type", .uint32(fileType))
-        for (key, value) in [("llama.context_length", c.contextLength), ("llama.embedding_length", c.dim),
+        for (key, value) in [("llama.context_length", c.declaredContextLength), ("llama.embedding_length", c.dim),
                              ("llama.block_count", c.layerCount), ("llama.feed_forward_length", c.hiddenDim),
                              ("llama.rope.dimension_count", c.headDim), ("llama.attention.head_count", c.headCount),
                              ("llama.attention.head_count_kv", c.kvHeadCount), ("llama.vocab_size", c.vocabSize)] {

@@ -11,7 +11,7 @@ public final class SystemLanguageModel: LanguageModel {
     private enum Source: Sendable {
         case bundled(String)
         case checkpoint(URL, tokenizer: URL)
-        case gguf(URL)
+        case gguf(URL, contextLength: Int?)
         case loaded(LoadedModel)
     }
 
@@ -57,13 +57,16 @@ public final class SystemLanguageModel: LanguageModel {
         storeConfiguration = prefixStore
     }
 
-    /// A GGUF (version 3) `llama` model with the vocabulary stored in it
-    /// (see ``LMRuntime/ModelWeights/gguf(at:precision:memoryLimit:)`` for what is read), its weights kept
+    /// A GGUF (version 3) `llama` or `qwen2` model with the vocabulary stored in it
+    /// (see ``LMRuntime/ModelWeights/gguf(at:precision:contextLength:memoryLimit:)`` for what is read), its weights kept
     /// in `weightPrecision` (default float32, whatever the file's tensor types), with `adapter`
     /// merged when given.
-    public init(gguf: URL, adapter: Adapter? = nil, weightPrecision: WeightPrecision? = nil,
+    /// - Parameter contextLength: the most positions of context to give the model, when fewer than
+    ///   the file declares (``contextSize`` is then this); `nil` for the file's own. The fingerprint
+    ///   stays the whole model's, so the prefix store and adapters are shared with it.
+    public init(gguf: URL, adapter: Adapter? = nil, weightPrecision: WeightPrecision? = nil, contextLength: Int? = nil,
                 prefixStore: PrefixStore.Configuration = .standard) {
-        source = .gguf(gguf)
+        source = .gguf(gguf, contextLength: contextLength)
         self.adapter = adapter
         precision = weightPrecision
         storeConfiguration = prefixStore
@@ -88,10 +91,10 @@ public final class SystemLanguageModel: LanguageModel {
     /// float32 for this, then lets them go.
     public func baseFingerprint() throws -> ModelFingerprint {
         if let known = try loadedOnce().baseFingerprint { return known }
-        guard case let .gguf(file) = source else { preconditionFailure("only a GGUF read into halfs defers it") }
+        guard case let .gguf(file, contextLength) = source else { preconditionFailure("only a GGUF read into halfs defers it") }
         return try deferredFingerprint.withLock { known -> Result<ModelFingerprint, ModelLoadError> in
             if let known { return known }
-            let result = Result { () throws(ModelLoadError) in ModelFingerprint(try Self.readGGUF(file, precision: .f32)) }
+            let result = Result { () throws(ModelLoadError) in ModelFingerprint(try Self.readGGUF(file, precision: .f32, contextLength: contextLength)) }
             known = result
             return result
         }.get()
@@ -123,14 +126,14 @@ public final class SystemLanguageModel: LanguageModel {
             weights = try ModelWeights.checkpoint(at: model)
             tokenizer = try Tokenizer(contentsOf: tokenizerFile, vocabSize: weights.config.vocabSize)
             wanted = precision ?? .f32
-        case let .gguf(file):
+        case let .gguf(file, contextLength):
             wanted = precision ?? .f32
             if adapter == nil, wanted == .f16 {   // read straight into halfs: no float32 model in memory
-                let halfs = try Self.readGGUF(file, precision: .f16)
+                let halfs = try Self.readGGUF(file, precision: .f16, contextLength: contextLength)
                 let model = try LoadedModel(weights: halfs, tokenizer: Tokenizer(ggufAt: file), prefixStore: storeConfiguration)
                 return Loaded(model: model, baseFingerprint: nil)
             }
-            (weights, tokenizer) = (try Self.readGGUF(file, precision: .f32), try Tokenizer(ggufAt: file))
+            (weights, tokenizer) = (try Self.readGGUF(file, precision: .f32, contextLength: contextLength), try Tokenizer(ggufAt: file))
         case let .loaded(model):
             return Loaded(model: model, baseFingerprint: model.prefixStore.fingerprint)
         }
@@ -141,8 +144,8 @@ public final class SystemLanguageModel: LanguageModel {
     }
 
     /// The GGUF file's weights in `precision`, its load errors typed.
-    private static func readGGUF(_ file: URL, precision: WeightPrecision) throws(ModelLoadError) -> ModelWeights {
-        do { return try ModelWeights.gguf(at: file, precision: precision) } catch let error as ModelLoadError { throw error } catch {
+    private static func readGGUF(_ file: URL, precision: WeightPrecision, contextLength: Int?) throws(ModelLoadError) -> ModelWeights {
+        do { return try ModelWeights.gguf(at: file, precision: precision, contextLength: contextLength) } catch let error as ModelLoadError { throw error } catch {
             throw .unreadable(path: file.path, reason: "\(error)")
         }
     }
