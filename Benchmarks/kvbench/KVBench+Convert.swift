@@ -44,8 +44,7 @@ extension KVBench {
         }
 
         func run() async throws {
-            let weights = try options.loadWeights(fallback: "base")
-            let tokenizer = try options.loadTokenizer(for: weights)
+            let (weights, tokenizer) = try options.loadModel(fallback: "base")
             let url = URL(fileURLWithPath: output)
             if writesGGUF {
                 let tensorType = Self.types[type ?? "f32"]!

@@ -42,8 +42,7 @@ extension KVBench {
         func run() async throws {
             let json = try output.resolved(Self.formats, in: "generate") == .json
             options.configureThreads()
-            let weights = try options.loadWeights(fallback: "base")
-            let tokenizer = try options.loadTokenizer(for: weights)
+            let (weights, tokenizer) = try options.loadModel(fallback: "base")
             let model = Transformer(weights: weights)
             let promptTokens = tokenizer.encode(prompt)
             var sampler = try Sampler(topP < 1 ? .topP(topP, temperature: temperature) : .temperature(temperature), seed: options.seedValue)

@@ -74,15 +74,26 @@ struct ModelOptions: ParsableArguments {
     /// The weights named by the options (`fallback` when no model is named), read in float32, with
     /// `--adapter` merged, then kept in `--precision` (a GGUF without an adapter is read straight
     /// into it).
-    func loadWeights(fallback: String) throws -> ModelWeights {
+    func loadWeights(fallback: String) throws -> ModelWeights { try load(fallback: fallback, tokenizer: false).weights }
+
+    /// The weights (as ``loadWeights(fallback:)``) and their tokenizer: --tokenizer, the GGUF
+    /// file's own (the file parsed once for both), or the one the bundled config names.
+    func loadModel(fallback: String) throws -> (weights: ModelWeights, tokenizer: LMRuntime.Tokenizer) {
+        let loaded = try load(fallback: fallback, tokenizer: true)
+        return (loaded.weights, loaded.tokenizer!)
+    }
+
+    private func load(fallback: String, tokenizer wantsTokenizer: Bool) throws -> (weights: ModelWeights, tokenizer: LMRuntime.Tokenizer?) {
         let weights: ModelWeights, wanted: WeightPrecision
+        var vocabulary: LMRuntime.Tokenizer?
         if let checkpoint {
             (weights, wanted) = (try ModelWeights.checkpoint(at: URL(fileURLWithPath: checkpoint)), precision ?? .f32)
         } else if let gguf {
             wanted = precision ?? .f32
+            let url = URL(fileURLWithPath: gguf), file = try GGUFFile(contentsOf: url)
             // Without an adapter to merge in float32, halfs are decoded straight into half storage.
-            weights = try ModelWeights.gguf(at: URL(fileURLWithPath: gguf), precision: adapter == nil ? wanted : .f32,
-                                            contextLength: context)
+            weights = try ModelWeights.gguf(file, path: url.path, precision: adapter == nil ? wanted : .f32, contextLength: context)
+            if wantsTokenizer, tokenizer == nil { vocabulary = try LMRuntime.Tokenizer(gguf: file, path: url.path) }
         } else {
             let catalog = ModelCatalog.bundled
             var config = try catalog.config(named: model ?? fallback)
@@ -90,18 +101,16 @@ struct ModelOptions: ParsableArguments {
             config.weightPrecision = .f32
             weights = try catalog.weights(for: config)
         }
-        guard let adapter else { return try weights.converted(to: wanted) }
-        return try weights.merging(LowRankAdapter(contentsOf: URL(fileURLWithPath: adapter))).converted(to: wanted)
-    }
-
-    /// The tokenizer for `weights`: --tokenizer, the GGUF file's own, or the one its bundled config names.
-    func loadTokenizer(for weights: ModelWeights) throws -> LMRuntime.Tokenizer {
-        if let tokenizer {
-            return try LMRuntime.Tokenizer(contentsOf: URL(fileURLWithPath: tokenizer), vocabSize: weights.config.vocabSize)
+        if wantsTokenizer, vocabulary == nil {
+            if let tokenizer {
+                vocabulary = try LMRuntime.Tokenizer(contentsOf: URL(fileURLWithPath: tokenizer), vocabSize: weights.config.vocabSize)
+            } else {
+                guard checkpoint == nil else { throw ValidationError("--checkpoint needs --tokenizer to turn text into tokens.") }
+                vocabulary = try ModelCatalog.bundled.tokenizer(for: weights.config)
+            }
         }
-        if let gguf { return try LMRuntime.Tokenizer(ggufAt: URL(fileURLWithPath: gguf)) }
-        guard checkpoint == nil else { throw ValidationError("--checkpoint needs --tokenizer to turn text into tokens.") }
-        return try ModelCatalog.bundled.tokenizer(for: weights.config)
+        guard let adapter else { return (try weights.converted(to: wanted), vocabulary) }
+        return (try weights.merging(LowRankAdapter(contentsOf: URL(fileURLWithPath: adapter))).converted(to: wanted), vocabulary)
     }
 
     /// The model for the session API (`fallback` when no model is named), with `--adapter` merged.

@@ -295,6 +295,27 @@ struct GGUFTests {
         #expect(types[tokenizer.id(of: ControlPieces.user)!] == 3 && types.last == 1)
     }
 
+    @Test func ggufFile_parsedOnceGivesTheWeightsAndTheVocabularyTheFileDoes() throws {
+        let tokenizer = Fixtures.bundledTokenizer
+        let url = Fixtures.temporaryFile("parsed-once.gguf")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: tokenizer.vocabSize)).ggufData(tokenizer: tokenizer).write(to: url)
+        let file = try GGUFFile(contentsOf: url)
+        let weights = try ModelWeights.gguf(file, path: url.path), separately = try ModelWeights.gguf(at: url)
+        #expect(weights.config == separately.config && ModelFingerprint(weights) == ModelFingerprint(separately))
+        #expect(try Tokenizer(gguf: file, path: url.path).serialized() == Tokenizer(ggufAt: url).serialized())
+        // Errors name the file.
+        let missing = Fixtures.temporaryFile("absent.gguf")
+        #expect(throws: ModelLoadError.self) { try GGUFFile(contentsOf: missing) }
+        try Data("GGUF\u{2}\0\0\0".utf8).write(to: url)
+        #expect(throws: ModelLoadError.gguf(path: url.path, .unsupportedVersion(2))) { try GGUFFile(contentsOf: url) }
+        var bert = HandGGUF()
+        bert.string("tokenizer.ggml.model", "bert")
+        #expect(throws: ModelLoadError.gguf(path: "v.gguf", .unsupportedVocabulary("tokenizer.ggml.model is 'bert'; SentencePiece-style 'llama' and byte-level 'gpt2' vocabularies are read"))) {
+            try Tokenizer(gguf: GGUFFile(data: bert.data()), path: "v.gguf")
+        }
+    }
+
     @Test func tokenizer_refusesVocabulariesItCannotEncodeWith() throws {
         func vocabulary(_ edit: (inout HandGGUF) -> Void) -> GGUFError? {
             var g = HandGGUF()

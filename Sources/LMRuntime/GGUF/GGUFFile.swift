@@ -27,6 +27,15 @@ public struct GGUFFile: Sendable {
     public let data: Data
     let valueOffsets: [String: Int]
 
+    /// Maps the file at `url` and parses it (see ``init(data:)``): read once, it gives both
+    /// ``ModelWeights/gguf(_:path:precision:contextLength:memoryLimit:)`` and ``Tokenizer/init(gguf:)``.
+    /// - Throws: ``ModelLoadError/unreadable(path:reason:)``, or ``ModelLoadError/gguf(path:_:)``
+    ///   with the ``GGUFError``.
+    public init(contentsOf url: URL) throws(ModelLoadError) {
+        let data = try ModelLoadError.mappedContents(of: url)
+        do { try self.init(data: data) } catch { throw .gguf(path: url.path, error) }
+    }
+
     /// Parses and checks the header, metadata and tensor directory of `data`.
     /// - Throws: ``GGUFError`` naming the first bad field and its byte offset; nothing is
     ///   allocated in proportion to a count before the file is known to hold that many bytes.

@@ -18,9 +18,14 @@ struct GGUFReader {
 
     private mutating func little(_ width: Int, field: String) throws(GGUFError) -> UInt64 {
         guard width <= remaining else { throw .truncated(field: field, byteOffset: offset) }
-        let start = data.startIndex + offset
-        var value: UInt64 = 0
-        for i in 0 ..< width { value |= UInt64(data[start + i]) << (8 * UInt64(i)) }
+        // One access to the bytes for the whole value: a `Data` subscript per byte costs an
+        // exclusivity check each, which dominated reading a large vocabulary's lengths.
+        let start = offset
+        let value = data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> UInt64 in
+            var value: UInt64 = 0
+            for i in 0 ..< width { value |= UInt64(bytes[start + i]) << (8 * UInt64(i)) }
+            return value
+        }
         offset += width
         return value
     }
@@ -42,9 +47,9 @@ struct GGUFReader {
         let start = offset
         let length = try u64(field: field)
         guard length <= UInt64(remaining) else { throw .truncated(field: field, byteOffset: start) }
-        let from = data.startIndex + offset
+        let from = offset
         offset += Int(length)
-        return String(decoding: data[from ..< from + Int(length)], as: UTF8.self)
+        return data.withUnsafeBytes { String(decoding: UnsafeRawBufferPointer(rebasing: $0[from ..< offset]), as: UTF8.self) }
     }
 
     /// A typed metadata value; arrays may nest up to `depth` levels.

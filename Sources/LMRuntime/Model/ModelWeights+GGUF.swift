@@ -32,9 +32,18 @@ extension ModelWeights {
     public static func gguf(data: Data, path: String = "<memory>", precision: WeightPrecision = .f32,
                             contextLength: Int? = nil, memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
         let file: GGUFFile
+        do { file = try GGUFFile(data: data) } catch { throw ModelLoadError.gguf(path: path, error) }
+        return try gguf(file, path: path, precision: precision, contextLength: contextLength, memoryLimit: memoryLimit)
+    }
+
+    /// Loads the model of an already parsed GGUF file (see ``gguf(at:precision:contextLength:memoryLimit:)``),
+    /// e.g. one whose vocabulary ``Tokenizer/init(gguf:)`` reads too: a large vocabulary's metadata
+    /// is then parsed once. `path` names the file in errors.
+    public static func gguf(_ file: GGUFFile, path: String = "<memory>", precision: WeightPrecision = .f32,
+                            contextLength: Int? = nil, memoryLimit: Int = MemoryLimit.bytes) throws -> ModelWeights {
+        let data = file.data
         var config: ModelConfig
         do throws(GGUFError) {
-            file = try GGUFFile(data: data)
             config = try ggufConfig(file, path: path)
         } catch { throw ModelLoadError.gguf(path: path, error) }
         config.weightPrecision = precision

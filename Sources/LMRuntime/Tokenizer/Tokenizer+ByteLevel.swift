@@ -21,6 +21,7 @@ extension Tokenizer {
         let pieces = stored.indices.map { literal($0) ? Array(stored[$0].utf8) : ByteLevelBPE.bytes(ofStored: stored[$0]) }
 
         var idOf: [String: Int] = [:]   // the tokens text can be made of
+        idOf.reserveCapacity(stored.count)
         for (id, text) in stored.enumerated() where !literal(id) && idOf[text] == nil { idOf[text] = id }
         var byteTokens: [Int32] = []
         for byte in 0 ..< 256 {
@@ -34,6 +35,7 @@ extension Tokenizer {
         guard let mergeValues = try file.array("tokenizer.ggml.merges") else { throw .missingKey("tokenizer.ggml.merges") }
         let mergesOffset = file.offset(of: "tokenizer.ggml.merges")
         var merges: [UInt64: (rank: Int32, merged: Int32)] = [:]
+        merges.reserveCapacity(mergeValues.count)
         var storedMerges: [String] = []
         storedMerges.reserveCapacity(mergeValues.count)
         for (rank, value) in mergeValues.enumerated() {

@@ -77,8 +77,13 @@ extension Tokenizer {
     /// The vocabulary of the GGUF file at `url` (see ``init(gguf:)``).
     /// - Throws: ``ModelLoadError/unreadable(path:reason:)`` or ``ModelLoadError/gguf(path:_:)``.
     public init(ggufAt url: URL) throws {
-        let data = try ModelLoadError.mappedContents(of: url)
-        do { try self.init(gguf: GGUFFile(data: data)) } catch { throw ModelLoadError.gguf(path: url.path, error) }
+        try self.init(gguf: GGUFFile(contentsOf: url), path: url.path)
+    }
+
+    /// The vocabulary of an already parsed GGUF file (see ``init(gguf:)``), its errors naming `path`.
+    /// - Throws: ``ModelLoadError/gguf(path:_:)``.
+    public init(gguf file: GGUFFile, path: String) throws(ModelLoadError) {
+        do { try self.init(gguf: file) } catch { throw .gguf(path: path, error) }
     }
 
     /// The `tokenizer.ggml.*` metadata that ``init(gguf:)`` reads back.

@@ -109,6 +109,7 @@ public struct Tokenizer: Sendable {
         }
         identity = hash.finalize().prefix(8).map { String(format: "%02x", $0) }.joined()
         var ids: [[UInt8]: Int] = [:]
+        ids.reserveCapacity(pieces.count)
         for (id, piece) in pieces.enumerated() where ids[piece] == nil { ids[piece] = id }
         self.ids = ids
         byteIDs = (0 ... 255).map { Int32(ids[[UInt8($0)]] ?? -1) }

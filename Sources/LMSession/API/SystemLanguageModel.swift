@@ -126,14 +126,16 @@ public final class SystemLanguageModel: LanguageModel {
             weights = try ModelWeights.checkpoint(at: model)
             tokenizer = try Tokenizer(contentsOf: tokenizerFile, vocabSize: weights.config.vocabSize)
             wanted = precision ?? .f32
-        case let .gguf(file, contextLength):
+        case let .gguf(url, contextLength):
             wanted = precision ?? .f32
-            if adapter == nil, wanted == .f16 {   // read straight into halfs: no float32 model in memory
-                let halfs = try Self.readGGUF(file, precision: .f16, contextLength: contextLength)
-                let model = try LoadedModel(weights: halfs, tokenizer: Tokenizer(ggufAt: file), prefixStore: storeConfiguration)
-                return Loaded(model: model, baseFingerprint: nil)
+            let file = try GGUFFile(contentsOf: url)   // parsed once for the weights and the vocabulary
+            // Without an adapter to merge in float32, halfs are read straight in: no float32 model in memory.
+            let direct = adapter == nil && wanted == .f16
+            weights = try ModelWeights.gguf(file, path: url.path, precision: direct ? .f16 : .f32, contextLength: contextLength)
+            tokenizer = try Tokenizer(gguf: file, path: url.path)
+            if direct {
+                return Loaded(model: try LoadedModel(weights: weights, tokenizer: tokenizer, prefixStore: storeConfiguration), baseFingerprint: nil)
             }
-            (weights, tokenizer) = (try Self.readGGUF(file, precision: .f32, contextLength: contextLength), try Tokenizer(ggufAt: file))
         case let .loaded(model):
             return Loaded(model: model, baseFingerprint: model.prefixStore.fingerprint)
         }
