@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the GGUF seed inputs in Fuzz/corpus/gguf: four tiny llama models (F32, F16, Q8_0, Q4_1) with a
-260-token vocabulary, and one (F32) with a byte-level `llama-bpe` vocabulary of 262 tokens and Llama 3.1's
-RoPE frequency factors, small enough for libFuzzer to mutate. Run from the repository root."""
+260-token vocabulary, one (F32) with a byte-level `llama-bpe` vocabulary of 262 tokens and Llama 3.1's
+RoPE frequency factors, and one `qwen2` model (F32: Q, K and V biases, Q and K rows in the half-split
+order, a byte-level `qwen2` vocabulary), small enough for libFuzzer to mutate. Run from the repository root."""
 import struct
 
 def s(text):
@@ -44,18 +45,19 @@ def byte_alphabet():
         else: out[b], extra = chr(extra), extra + 1
     return [out[b] for b in range(256)]
 
-def model(kind, dim, hidden, byte_level=False):
-    meta = [kv_str("general.architecture", "llama"), kv_u32("llama.embedding_length", dim),
-            kv_u32("llama.feed_forward_length", hidden), kv_u32("llama.block_count", 1),
-            kv_u32("llama.attention.head_count", 2), kv_u32("llama.attention.head_count_kv", 1),
-            kv_u32("llama.context_length", 16), kv_f32("llama.rope.freq_base", 10000.0)]
+def model(kind, dim, hidden, byte_level=False, arch="llama"):
+    qwen2 = arch == "qwen2"
+    meta = [kv_str("general.architecture", arch), kv_u32(arch + ".embedding_length", dim),
+            kv_u32(arch + ".feed_forward_length", hidden), kv_u32(arch + ".block_count", 1),
+            kv_u32(arch + ".attention.head_count", 2), kv_u32(arch + ".attention.head_count_kv", 1),
+            kv_u32(arch + ".context_length", 16), kv_f32(arch + ".rope.freq_base", 1000000.0 if qwen2 else 10000.0)]
     if byte_level:
         tokens = byte_alphabet() + ["\u0120t", "\u0120th", "he", "\u0120the", "<|endoftext|>"]
-        meta += [kv_str("tokenizer.ggml.model", "gpt2"), kv_str("tokenizer.ggml.pre", "llama-bpe"),
+        meta += [kv_str("tokenizer.ggml.model", "gpt2"), kv_str("tokenizer.ggml.pre", "qwen2" if qwen2 else "llama-bpe"),
                  kv_strs("tokenizer.ggml.tokens", tokens), kv_strs("tokenizer.ggml.merges", ["\u0120 t", "\u0120t h", "h e", "\u0120th e"]),
                  kv_i32s("tokenizer.ggml.token_type", [1] * (len(tokens) - 1) + [3]),
                  kv_u32("tokenizer.ggml.bos_token_id", len(tokens) - 1), kv_u32("tokenizer.ggml.eos_token_id", len(tokens) - 1),
-                 kv_bool("tokenizer.ggml.add_bos_token", 1)]
+                 kv_bool("tokenizer.ggml.add_bos_token", 0 if qwen2 else 1)]
     else:
         tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] + ["\u2581a"]
         meta += [kv_str("tokenizer.ggml.model", "llama"), kv_strs("tokenizer.ggml.tokens", tokens),
@@ -66,7 +68,8 @@ def model(kind, dim, hidden, byte_level=False):
               ("blk.0.attn_output.weight", [dim, dim]), ("blk.0.ffn_norm.weight", [dim]),
               ("blk.0.ffn_gate.weight", [dim, hidden]), ("blk.0.ffn_up.weight", [dim, hidden]),
               ("blk.0.ffn_down.weight", [hidden, dim]), ("output_norm.weight", [dim])]
-    if byte_level: shapes.append(("rope_freqs.weight", [dim // 4]))   # head size dim / 2: dim / 4 pairs
+    if qwen2: shapes += [("blk.0.attn_q.bias", [dim]), ("blk.0.attn_k.bias", [kv]), ("blk.0.attn_v.bias", [kv])]
+    elif byte_level: shapes.append(("rope_freqs.weight", [dim // 4]))   # head size dim / 2: dim / 4 pairs
     infos, blobs, offset = b"", [], 0
     for n, (name, dims) in enumerate(shapes):
         count = 1
@@ -85,3 +88,4 @@ def model(kind, dim, hidden, byte_level=False):
 for name, kind, dim, hidden in [("f32", 0, 8, 8), ("f16", 1, 8, 12), ("q8_0", 8, 32, 32), ("q4_1", 3, 32, 32)]:
     open("Fuzz/corpus/gguf/%s.gguf" % name, "wb").write(model(kind, dim, hidden))
 open("Fuzz/corpus/gguf/byte-level.gguf", "wb").write(model(0, 8, 8, byte_level=True))
+open("Fuzz/corpus/gguf/qwen2.gguf", "wb").write(model(0, 8, 8, byte_level=True, arch="qwen2"))
