@@ -42,7 +42,7 @@ extension LanguageModel {
     /// How many tokens tool definitions add to the instructions.
     public func tokenCount(for tools: [any Tool]) async throws -> Int {
         let renderer = try renderer()
-        return tools.reduce(0) { $0 + renderer.text(PromptRenderer.describe($1.definition)).count }
+        return tools.enumerated().reduce(0) { $0 + renderer.text(renderer.describe($1.element.definition, first: $1.offset == 0)).count }
     }
 
     /// How many tokens a schema takes where a guided request renders it after its prompt.

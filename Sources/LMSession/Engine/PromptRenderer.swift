@@ -1,3 +1,4 @@
+import Foundation
 import LMRuntime
 
 /// A request as tokens, with the segment each token belongs to.
@@ -60,13 +61,30 @@ struct RenderedPrompt: Sendable, Equatable {
 /// ChatML's (`<|im_start|>role\n` ... `<|im_end|>\n`: Qwen2, SmolLM) or Llama 3's
 /// (`<|start_header_id|>role<|end_header_id|>\n\n` ... `<|eot_id|>`) when those are control
 /// tokens of the vocabulary; else plain text (`System:`, `User:`, ... and EOS).
+///
+/// A ChatML vocabulary with `<tool_call>` and `</tool_call>` tokens (Qwen2.5, SmolLM2) calls tools
+/// in their tags (``CallFormat/tagged``): the tools listed in the system turn as JSON lines between
+/// `<tools>` and `</tools>`, a call `<tool_call>{"name":…,"arguments":…}</tool_call>`, its output a
+/// user turn between `<tool_response>` and `</tool_response>`.
 struct PromptRenderer: Sendable {
+    /// How a tool call is written between its opening token and ``callEnd``.
+    enum CallFormat: Sendable {
+        /// ` name arguments`, closed by `<|end|>` (the bundled control pieces).
+        case plain
+        /// `{"name":"…","arguments":…}`, closed by `</tool_call>` and then the turn's close.
+        case tagged
+    }
+
     let tokenizer: Tokenizer
     /// Markers that open segments: one control token each with the bundled tokenizer, a chat
     /// template's role header, or plain-text markers (`System:`, `User:`, ...).
     let system, user, assistant, tool: [Int]
     /// Opens a tool call; `nil` when the tokenizer has no control piece for it (no tool calls).
     let toolCall: Int?
+    /// Closes a tool call: `end`, or `</tool_call>` for ``CallFormat/tagged`` calls.
+    let callEnd: Int
+    /// How the calls between ``toolCall`` and ``callEnd`` are written.
+    let callFormat: CallFormat
     /// Ends a segment, and generation: `<|end|>`, the chat template's end of turn, or EOS.
     let end: Int
     /// What closes a rendered segment: `end`, then whatever the template puts between turns
@@ -85,11 +103,14 @@ struct PromptRenderer: Sendable {
         let encode = { tokenizer.encode($0, bos: false) }
         /// A control token of the vocabulary (never ordinary text that happens to look like one).
         func control(_ piece: String) -> Int? { tokenizer.id(of: piece).flatMap { tokenizer.controlTokens.contains($0) ? $0 : nil } }
-        toolCall = tokenizer.id(of: ControlPieces.toolCall)
+        var calls: (open: Int?, close: Int?, format: CallFormat) = (tokenizer.id(of: ControlPieces.toolCall), nil, .plain)
         if tokenizer.id(of: ControlPieces.system) == nil, let open = control("<|im_start|>"), let shut = control("<|im_end|>") {
             func role(_ name: String) -> [Int] { [open] + encode(name + "\n") }
             (system, user, assistant, tool) = (role("system"), role("user"), role("assistant"), role("tool"))
             (end, close) = (shut, [shut] + encode("\n"))
+            if let opens = tokenizer.id(of: "<tool_call>"), let closes = tokenizer.id(of: "</tool_call>") {
+                calls = (opens, closes, .tagged)
+            }
         } else if tokenizer.id(of: ControlPieces.system) == nil, let start = control("<|start_header_id|>"),
                   let stop = control("<|end_header_id|>"), let eot = control("<|eot_id|>") {
             func role(_ name: String) -> [Int] { [start] + encode(name) + [stop] + encode("\n\n") }
@@ -104,6 +125,7 @@ struct PromptRenderer: Sendable {
             end = tokenizer.id(of: ControlPieces.end) ?? tokenizer.eosToken
             close = [end]
         }
+        (toolCall, callEnd, callFormat) = (calls.open, calls.close ?? end, calls.format)
     }
 
     func text(_ s: String) -> [Int] { texts?.tokens(s) ?? tokenizer.encode(s, bos: false) }
@@ -114,7 +136,7 @@ struct PromptRenderer: Sendable {
     /// The instructions segment(s).
     func renderInstructions(_ components: [InstructionComponent], into out: inout RenderedPrompt) {
         var prefix = tokenizer.sequenceStart + system
-        var textIndex = 0
+        var textIndex = 0, toolIndex = 0
         if components.isEmpty { out.append(prefix + close, as: .instructions(index: 0)) }
         for (i, component) in components.enumerated() {
             let suffix = i == components.count - 1 ? close : []
@@ -123,7 +145,8 @@ struct PromptRenderer: Sendable {
                 out.append(prefix + text(t) + suffix, as: .instructions(index: textIndex))
                 textIndex += 1
             case let .tool(t):
-                out.append(prefix + text(Self.describe(t.definition)) + suffix, as: .toolDefinition(name: t.name))
+                out.append(prefix + text(describe(t.definition, first: toolIndex == 0)) + suffix, as: .toolDefinition(name: t.name))
+                toolIndex += 1
             }
             prefix = []
         }
@@ -142,9 +165,13 @@ struct PromptRenderer: Sendable {
             // another tokenizer wrote or are not all in this vocabulary, renders the text.
             out.append(assistant + (usable(r.tokenIDs, assetIDs: r.assetIDs) ?? text(r.text)) + close, as: segment)
         case let .toolCalls(calls):
-            out.append(assistant + calls.tokenIDs(self), as: segment)
+            // A plain call's `<|end|>` ends the turn too; a tagged one is followed by the turn's close.
+            out.append(assistant + calls.tokenIDs(self) + (callFormat == .tagged ? close : []), as: segment)
         case let .toolOutput(o):
-            out.append(tool + text(o.text) + close, as: segment)
+            switch callFormat {
+            case .plain: out.append(tool + text(o.text) + close, as: segment)
+            case .tagged: out.append(user + text("<tool_response>\n" + o.text + "\n</tool_response>") + close, as: segment)
+            }
         case .reasoning:
             out.append([], as: segment)   // kept in the record, not shown to the model
         }
@@ -188,8 +215,36 @@ struct PromptRenderer: Sendable {
     /// The tokens a prompt prefix renders to (no closing marker), for prewarming.
     func renderPromptPrefix(_ prefix: String) -> [Int] { user + text(prefix) }
 
-    static func describe(_ d: Transcript.ToolDefinition) -> String {
-        d.argumentsSchema.isEmpty ? "Tool \(d.name): \(d.description)" : "Tool \(d.name): \(d.description) Arguments: \(d.argumentsSchema)"
+    /// A tool as the model reads it: a line of text, or for tagged calls a line of JSON (the
+    /// `first` tool's after a sentence on how to call), each tool its own segment, so one that
+    /// changes invalidates from its own line and one added at the end invalidates nothing.
+    func describe(_ d: Transcript.ToolDefinition, first: Bool) -> String {
+        guard callFormat == .tagged else {
+            return d.argumentsSchema.isEmpty ? "Tool \(d.name): \(d.description)" : "Tool \(d.name): \(d.description) Arguments: \(d.argumentsSchema)"
+        }
+        var line = #"{"type": "function", "function": {"name": "#
+        GeneratedContent.quote(d.name, into: &line)
+        line += #", "description": "#
+        GeneratedContent.quote(d.description, into: &line)
+        if d.parameters != Transcript.ToolDefinition.noSchema, !d.argumentsSchema.isEmpty,
+           let schema = Self.schemaText(d.parameters) {
+            line += #", "parameters": "# + schema
+        } else if !d.argumentsSchema.isEmpty {   // a definition known only by its text
+            line += #", "parameters": "#
+            GeneratedContent.quote(d.argumentsSchema, into: &line)
+        }
+        line += "}}"
+        guard first else { return "\n" + line }
+        return "\n\nTools you may call, one JSON object a line. To call one, answer with <tool_call>"
+            + #"{"name": its name, "arguments": a JSON object of its parameters}"#
+            + "</tool_call>; its result comes back between <tool_response> and </tool_response>.\n" + line
+    }
+
+    /// JSON Schema text of a tool's parameters, the same for the same schema.
+    private static func schemaText(_ schema: GenerationSchema) -> String? {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(schema)).map { String(decoding: $0, as: UTF8.self) }
     }
 }
 
@@ -210,11 +265,26 @@ extension PromptRenderer {
 
 extension Transcript.ToolCalls {
     /// The tokens of the calls: the ids they were generated as when this model's tokenizer
-    /// wrote them, else `<|tool_call|> name arguments <|end|>` per call.
+    /// wrote them, else `<|tool_call|> name arguments <|end|>` (or the tagged form) per call.
     func tokenIDs(_ renderer: PromptRenderer) -> [Int] {
         if let ids = renderer.usable(tokenIDs, assetIDs: assetIDs) { return ids }
         return calls.flatMap {
-            (renderer.toolCall.map { [$0] } ?? []) + renderer.text("\($0.toolName) \($0.arguments.jsonString)") + [renderer.end]
+            (renderer.toolCall.map { [$0] } ?? []) + renderer.text(renderer.callBody(name: $0.toolName, arguments: $0.arguments.jsonString))
+                + [renderer.callEnd]
+        }
+    }
+}
+
+extension PromptRenderer {
+    /// What goes between a call's opening token and ``callEnd``: ` name arguments`, or the
+    /// tagged form's JSON object (compact, as the call grammar writes it).
+    func callBody(name: String, arguments: String) -> String {
+        switch callFormat {
+        case .plain: return "\(name) \(arguments)"
+        case .tagged:
+            var body = #"{"name":"#
+            GeneratedContent.quote(name, into: &body)
+            return body + #","arguments":"# + arguments + "}"
         }
     }
 }

@@ -137,7 +137,7 @@ actor SessionEngine {
             let guide = callStart == nil ? decoding.guide : decoding.toolCall
             let next: Int
             if callStart != nil, decoding.toolCall?.isFinished == true {
-                next = renderer.end   // the arguments are complete: the call closes
+                next = renderer.callEnd   // the arguments are complete: the call closes
             } else if callStart == nil, decoding.requiresToolCall, outcome.generated.isEmpty, let open = renderer.toolCall {
                 next = open
             } else {
@@ -162,13 +162,12 @@ actor SessionEngine {
             }
             if outcome.firstToken == nil { outcome.firstToken = started.duration(to: clock.now) }
             if next == renderer.toolCall, callStart == nil, decoding.toolsOffered { callStart = outcome.generated.count }
-            if stops.contains(next) {
-                if let start = callStart, next == renderer.end {
-                    outcome.ending = .toolCall(Array(outcome.generated[start...]) + [next])
-                    outcome.generated.removeSubrange(start...)
-                }
+            if let start = callStart, next == renderer.callEnd {
+                outcome.ending = .toolCall(Array(outcome.generated[start...]) + [next])
+                outcome.generated.removeSubrange(start...)
                 break
             }
+            if stops.contains(next) { break }
             outcome.generated.append(next)
             if callStart == nil { onToken(outcome.generated) }
             if let start = callStart, outcome.generated.count - 1 > start {
@@ -197,10 +196,11 @@ actor SessionEngine {
         return pin ? model.prefixStore.pin(preamble) : model.prefixStore.unpin(preamble)
     }
 
-    /// Runs the response's closing tokens (`last`, then `<|end|>`) so the cache holds the whole
-    /// turn, exactly as the next request renders it. Returns the tokens computed.
+    /// Runs the response's closing tokens (`last`, then the turn's close: `<|end|>`, or ChatML's
+    /// `<|im_end|>` and newline) so the cache holds the whole turn, exactly as the next request
+    /// renders it. Returns the tokens computed.
     func close(after last: Int?) throws -> Int {
-        let tail = (last.map { [$0] } ?? []) + [renderer.end]
+        let tail = (last.map { [$0] } ?? []) + renderer.close
         guard cache.count + tail.count <= min(cache.capacity, contextSize) else { return 0 }
         try transformer.forward(tail, cache: cache, logits: logits)
         return tail.count

@@ -24,7 +24,7 @@ struct Guidance {
         }
         do {
             let offersCalls = !tools.isEmpty && mode != .disallowed
-            calls = offersCalls ? try grammars.take(toolCalls: tools.map { ($0.name, $0.parameters) }) : nil
+            calls = offersCalls ? try grammars.take(toolCalls: tools.map { ($0.name, $0.parameters) }, format: engine.renderer.callFormat) : nil
         } catch let error as GenerationSchema.SchemaError {
             if let structured { grammars.giveBack(structured.0, key: structured.key) }   // keep it cached
             throw LanguageModelError.unsupportedGenerationGuide(.init(schemaName: nil, schemaError: error))
@@ -60,7 +60,7 @@ struct Guidance {
         // until a tool throws, the profile changes the mode or the window fills. Under `.allowed`
         // the round after the last one offers none: its response must be the answer.
         let offersCall = mode == .required || (mode == .allowed && round < LanguageModelSession.maximumToolRounds)
-        d.toolCall = offersCall ? calls.map { GuidedDecoder(masker: $0.0, stopToken: engine.renderer.end) } : nil
+        d.toolCall = offersCall ? calls.map { GuidedDecoder(masker: $0.0, stopToken: engine.renderer.callEnd) } : nil
         d.requiresToolCall = mode == .required && d.toolCall != nil
         // A required call opens at once and must close within the budget: the marker, the
         // shortest call the grammar allows, the end marker.
@@ -118,17 +118,31 @@ extension LanguageModelSession {
         }
     }
 
-    /// `<|tool_call|> name arguments <|end|>` → a call (the arguments are JSON, as the grammar wrote them).
+    /// `<|tool_call|> name arguments <|end|>`, or `<tool_call>{"name":…,"arguments":…}</tool_call>`,
+    /// → a call (the arguments are JSON, as the grammar wrote them).
     static func parseCall(_ tokens: [Int], renderer: PromptRenderer) throws -> Transcript.ToolCall {
         let body = renderer.tokenizer.decode(Array(tokens.dropFirst().dropLast()))
-            .trimmingCharacters(in: .whitespaces)
-        let parts = body.split(separator: " ", maxSplits: 1)
-        guard let name = parts.first else { throw LanguageModelError.toolCallFailed(toolName: "", reason: "the call names no tool") }
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let name: String, arguments: String
+        switch renderer.callFormat {
+        case .plain:
+            let parts = body.split(separator: " ", maxSplits: 1)
+            guard let first = parts.first else { throw LanguageModelError.toolCallFailed(toolName: "", reason: "the call names no tool") }
+            (name, arguments) = (String(first), parts.count > 1 ? String(parts[1]) : "null")
+        case .tagged:
+            let call: GeneratedContent
+            do { call = try GeneratedContent(wholeJSON: body) } catch {
+                throw LanguageModelError.toolCallFailed(toolName: "", reason: "the call is not a JSON object: \(error)")
+            }
+            guard case let .structure(properties, _) = call.kind, case let .string(named)? = properties["name"]?.kind else {
+                throw LanguageModelError.toolCallFailed(toolName: "", reason: "the call names no tool")
+            }
+            (name, arguments) = (named, properties["arguments"]?.jsonString ?? "null")
+        }
         do {
-            let arguments = try GeneratedContent(wholeJSON: parts.count > 1 ? String(parts[1]) : "null")
-            return Transcript.ToolCall(toolName: String(name), arguments: arguments)
+            return Transcript.ToolCall(toolName: name, arguments: try GeneratedContent(wholeJSON: arguments))
         } catch {
-            throw LanguageModelError.toolCallFailed(toolName: String(name), reason: "its arguments are not JSON: \(error)")
+            throw LanguageModelError.toolCallFailed(toolName: name, reason: "its arguments are not JSON: \(error)")
         }
     }
 

@@ -31,10 +31,11 @@ final class GrammarCache: Sendable {
     }
 
     /// A masker for the body of a call to one of `tools`.
-    func take(toolCalls tools: [(name: String, parameters: GenerationSchema)]) throws -> (TokenMasker, key: String) {
-        let key = "tool calls: " + tools.map { "\($0.name) \(SchemaText.render($0.parameters.root))" }.joined(separator: "; ")
+    func take(toolCalls tools: [(name: String, parameters: GenerationSchema)],
+              format: PromptRenderer.CallFormat) throws -> (TokenMasker, key: String) {
+        let key = "tool calls (\(format)): " + tools.map { "\($0.name) \(SchemaText.render($0.parameters.root))" }.joined(separator: "; ")
         if let m = slot.withLock({ $0.maskers.removeValue(forKey: key) }) { return (m, key) }
-        return (TokenMasker(grammar: try SchemaGrammar(toolCalls: tools, vocabulary: vocabulary), vocabulary: vocabulary), key)
+        return (TokenMasker(grammar: try SchemaGrammar(toolCalls: tools, format: format, vocabulary: vocabulary), vocabulary: vocabulary), key)
     }
 
     func giveBack(_ masker: TokenMasker, key: String) {

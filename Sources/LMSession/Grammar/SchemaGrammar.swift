@@ -67,15 +67,23 @@ final class SchemaGrammar: Sendable {
     }
 
     /// The grammar of a tool call's body: ` name ` (one of `tools`), then that tool's
-    /// arguments as compact JSON under its parameters schema.
-    init(toolCalls tools: [(name: String, parameters: GenerationSchema)], vocabulary: TokenVocabulary) throws {
+    /// arguments as compact JSON under its parameters schema; or, for tagged calls,
+    /// `{"name":"name","arguments":` then the arguments and `}`.
+    init(toolCalls tools: [(name: String, parameters: GenerationSchema)], format: PromptRenderer.CallFormat = .plain,
+         vocabulary: TokenVocabulary) throws {
         var builder = Builder(vocabulary: vocabulary)
         var leafCosts: [[UInt8]: Int] = [:], targets: [[UInt8]: Int] = [:]
         for tool in tools {
             if let problem = tool.parameters.problem { throw problem }
-            let prefix = Array(" \(tool.name) ".utf8)
+            var opening = #"{"name":"#
+            GeneratedContent.quote(tool.name, into: &opening)
+            let prefix = Array((format == .plain ? " \(tool.name) " : opening + #","arguments":"#).utf8)
             guard targets[prefix] == nil else { continue }
-            let node = try builder.compile(tool.parameters.root)
+            var node = try builder.compile(tool.parameters.root)
+            if format == .tagged {   // the object's closing brace after the arguments
+                let (brace, cost) = builder.literal(Array("}".utf8))
+                node = builder.add(.sequence([.value(node), brace]), builder.minimumLength[node] + cost)
+            }
             targets[prefix] = node
             leafCosts[prefix] = builder.minimumLength[node]
         }

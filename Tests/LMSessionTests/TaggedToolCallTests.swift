@@ -1,0 +1,142 @@
+import Foundation
+@testable import LMRuntime
+@testable import LMSession
+import LMTestSupport
+import Synchronization
+import Testing
+
+/// Tool calls in a ChatML vocabulary's own tags (Qwen2.5, SmolLM2): `<tool_call>{"name":…,
+/// "arguments":…}</tool_call>`, the output between `<tool_response>` tags in a user turn.
+struct TaggedToolCallTests {
+    /// The Qwen2 fixture vocabulary (ChatML control tokens, a user-defined `<tool_call>`) with the
+    /// other three tags added as user-defined tokens, as Qwen2.5's files have them.
+    static let vocabulary: Tokenizer = {
+        let url = Fixtures.packageRoot.appendingPathComponent("Tests/Fixtures/byte-level-bpe/qwen2.gguf")
+        let chatML = try! Tokenizer(ggufAt: url)
+        let added = ["</tool_call>", "<tool_response>", "</tool_response>"]
+        let tokens = chatML.byteLevel!.storedTokens + added, types = chatML.byteLevel!.tokenTypes + added.map { _ in Int32(4) }
+        var writer = GGUFWriter()
+        for (key, value) in chatML.ggufMetadata() {
+            switch key {
+            case "tokenizer.ggml.tokens": writer.set(key, .array(tokens.map(GGUFValue.string)))
+            case "tokenizer.ggml.token_type": writer.set(key, .array(types.map(GGUFValue.int32)))
+            default: writer.set(key, value)
+            }
+        }
+        return try! Tokenizer(gguf: GGUFFile(data: writer.data()))
+    }()
+
+    /// A random model on that vocabulary, written to a GGUF file and opened as a session model.
+    static let model: SystemLanguageModel = {
+        let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: vocabulary.vocabSize, contextLength: 1024))
+        let url = Fixtures.temporaryFile("tagged-tools.gguf")
+        try! weights.ggufData(tokenizer: vocabulary).write(to: url)
+        return SystemLanguageModel(gguf: url, prefixStore: .memoryOnly(memoryByteLimit: 0))
+    }()
+
+    static func spelled(_ tokens: [Int]) -> String {
+        tokens.map { String(decoding: vocabulary.pieces[$0], as: UTF8.self) }.joined()
+    }
+
+    @Test func render_listsToolsAsJSONAndWritesCallsAndOutputsInTheTags() throws {
+        let renderer = PromptRenderer(tokenizer: Self.vocabulary)
+        #expect(renderer.callFormat == .tagged)
+        #expect(renderer.toolCall == Self.vocabulary.id(of: "<tool_call>") && renderer.callEnd == Self.vocabulary.id(of: "</tool_call>"))
+        var out = RenderedPrompt()
+        renderer.renderInstructions([.text("Be brief."), .tool(WeatherTool()), .tool(CalendarTool())], into: &out)
+        let system = Self.spelled(out.tokens)
+        let weather = #"{"type": "function", "function": {"name": "weather", "description": "Current weather for a city.", "parameters": "#
+        #expect(system.hasPrefix("<|im_start|>system\nBe brief.\n\nTools you may call"))
+        #expect(system.contains("<tool_call>{\"name\": its name"))
+        #expect(system.contains("\n" + weather + "{"))
+        #expect(system.hasSuffix(#"\#n{"type": "function", "function": {"name": "calendar", "description": "Lists events for a day.", "parameters": {"# + #""properties":{"day":{"type":"string"}},"required":["day"],"title":"DayQuery","type":"object","x-order":["day"]}}}<|im_end|>\#n"#),
+                "\(system)")
+        // The listed schema is the tool's own, as JSON: it decodes back to the same schema.
+        let line = try #require(system.split(separator: "\n").first { $0.contains(#""name": "weather""#) })
+        let schemaText = String(line.dropFirst(weather.count).dropLast(2))
+        #expect(try JSONDecoder().decode(GenerationSchema.self, from: Data(schemaText.utf8)) == WeatherTool().parameters)
+        // Each tool is its own segment: the second's line does not repeat the sentence.
+        let segments = out.spans.map { Self.spelled(Array(out.tokens[$0.range])) }
+        #expect(segments.count == 3 && !segments[2].contains("Tools you may call") && segments[1].contains("Tools you may call"))
+
+        let call = Transcript.ToolCalls(calls: [.init(toolName: "weather", arguments: GeneratedContent(properties: ["city": "Lisbon"]))])
+        var entries = RenderedPrompt()
+        renderer.renderEntry(.toolCalls(call), index: 0, into: &entries)
+        renderer.renderEntry(.toolOutput(.init(toolName: "weather", text: "Sunny")), index: 1, into: &entries)
+        #expect(Self.spelled(entries.tokens) == #"<|im_start|>assistant\#n<tool_call>{"name":"weather","arguments":{"city":"Lisbon"}}</tool_call><|im_end|>\#n"#
+            + "<|im_start|>user\n<tool_response>\nSunny\n</tool_response><|im_end|>\n")
+        // The tags are single tokens, as a model trained on them writes them.
+        let callTokens = Array(entries.tokens[entries.spans[0].range])
+        #expect(callTokens.filter { $0 == renderer.toolCall || $0 == renderer.callEnd }.count == 2)
+    }
+
+    @Test func toolCalling_aTaggedCallRunsTheToolAndTheNextTurnReusesTheRound() async throws {
+        let tool = WeatherTool()
+        let session = LanguageModelSession(model: Self.model, tools: [tool], instructions: "Answer about the weather.")
+        let renderer = PromptRenderer(tokenizer: Self.vocabulary)
+        let call = [renderer.toolCall!] + Self.vocabulary.encode(#"{"name":"weather","arguments":{"city":"Lisbon"}}"#, bos: false)
+            + [renderer.callEnd]
+        let answer = Self.vocabulary.encode("It is sunny.", bos: false) + [renderer.end]
+        let script = Mutex((round: 0, step: 0))
+        session.setTokenSteering { generated in
+            script.withLock { s in
+                if generated.isEmpty, s.step > 0 { s = (s.round + 1, 0) }   // a new round after the tool ran
+                let plan = s.round == 0 ? call : answer
+                defer { s.step += 1 }
+                return s.step < plan.count ? plan[s.step] : nil
+            }
+        }
+        let response = try await session.respond(to: "Weather in Lisbon?", options: short(60))
+        #expect(tool.calls.value.withLock { $0 } == 1)
+        #expect(response.content == "It is sunny.")
+        #expect(response.transcriptEntries.map(\.kind) == ["prompt", "toolCalls", "toolOutput", "response"])
+        #expect(response.transcriptEntries.dropFirst().first == .toolCalls(.init(
+            calls: [.init(toolName: "weather", arguments: GeneratedContent(properties: ["city": "Lisbon"]))], tokenIDs: call,
+            assetIDs: [renderer.assetID])))
+        try await session.expectCacheExact()
+        // The turn closed with `<|im_end|>` and ChatML's newline: the next turn computes only its prompt.
+        let held = try await session.cachedTokens
+        session.setTokenSteering(nil)
+        let next = try await session.respond(to: "Thanks!", options: short())
+        #expect(next.invalidation == nil)
+        #expect(next.usage.input.cachedTokenCount == held.count && held.suffix(2) == renderer.close[...])
+        let prompt = renderer.user.count + Self.vocabulary.encode("Thanks!", bos: false).count + renderer.close.count + renderer.assistant.count
+        #expect(next.usage.input.totalTokenCount - next.usage.input.cachedTokenCount == prompt)
+        try await session.expectCacheExact()
+    }
+
+    /// One required tagged call (the tools' schemas decide its bytes), then an answer.
+    struct OneCall: LanguageModelSession.DynamicProfile {
+        let weather: WeatherTool
+        let seed: UInt64
+        var body: some LanguageModelSession.DynamicProfile {
+            LanguageModelSession.Profile { Instructions("Plan the day."); weather; CalendarTool() }
+                .model(TaggedToolCallTests.model)
+                .toolCallingMode(weather.calls.value.withLock { $0 } < 1 ? .required : .disallowed)
+                .samplingMode(.random(top: 20, seed: seed))
+                .maximumResponseTokens(60)
+        }
+    }
+
+    @Test func toolCalling_requiredTaggedCallsAreValidForTheOfferedTools() async throws {
+        var names: Set<String> = []
+        for seed in 0 ..< 4 {
+            let weather = WeatherTool()
+            let session = LanguageModelSession(profile: OneCall(weather: weather, seed: UInt64(seed)))
+            let response = try await session.respond(to: "Lisbon, tomorrow?")
+            guard case let .toolCalls(calls) = response.transcriptEntries.dropFirst().first, let call = calls.calls.first else {
+                Issue.record("seed \(seed) made no call"); continue
+            }
+            names.insert(call.toolName)
+            #expect(["weather", "calendar"].contains(call.toolName))
+            if call.toolName == "weather" { _ = try WeatherQuery(call.arguments) } else { _ = try DayQuery(call.arguments) }
+            // The call's ids spell the tagged JSON of what was parsed.
+            let renderer = PromptRenderer(tokenizer: Self.vocabulary)
+            let ids = try #require(calls.tokenIDs)
+            #expect(ids.first == renderer.toolCall && ids.last == renderer.callEnd)
+            #expect(Self.vocabulary.decode(Array(ids.dropFirst().dropLast())) == renderer.callBody(name: call.toolName, arguments: call.arguments.jsonString))
+            try await session.expectCacheExact()
+        }
+        #expect(!names.isEmpty)
+    }
+}
