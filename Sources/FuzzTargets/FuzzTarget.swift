@@ -180,6 +180,13 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// The bundled `tiny` model with sharing off, loaded once.
     static let tiny = SystemLanguageModel(named: "tiny", prefixStore: .memoryOnly(memoryByteLimit: 0))
 
+    /// A random model on the test fixture's ChatML vocabulary with tool tags: its calls are tagged JSON.
+    static let taggedTiny: SystemLanguageModel = {
+        let tokenizer = try! Tokenizer(ggufAt: Fixtures.toolTagsVocabulary)
+        let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: tokenizer.vocabSize, contextLength: 512))
+        return SystemLanguageModel(try! LoadedModel(weights: weights, tokenizer: tokenizer, prefixStore: .memoryOnly(memoryByteLimit: 0)))
+    }()
+
     static func transcript(_ data: Data) {
         guard let transcript = try? JSONDecoder().decode(Transcript.self, from: data) else { return }
         // Saving what was loaded and loading it again gives it back.
@@ -474,7 +481,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         // Guided output is always valid: an answer conforms to the schema as its JSON form says
         // (read by a checker independent of the decoder); a refusal names the schema or the budget.
         // The same for the arguments of a tool whose parameters are the schema, called as `.required`
-        // until it throws on its second call.
+        // until it throws on its second call, in the bundled control pieces and in a ChatML
+        // vocabulary's `<tool_call>{"name":…,"arguments":…}</tool_call>` tags.
         let calls = Locked<[GeneratedContent]>([])
         let outcomes = Locked<[Result<GeneratedContent?, any Error>]>([])
         let done = DispatchSemaphore(value: 0)
@@ -483,12 +491,17 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                 try await LanguageModelSession(model: tiny)
                     .respond(to: "Go.", schema: schema, options: GenerationOptions(maximumResponseTokens: 24)).rawContent
             })
-            let called = await Result(running: { () async throws -> GeneratedContent? in
-                _ = try await LanguageModelSession(model: tiny, tools: [ProbeTool(parameters: schema, calls: calls)])
-                    .respond(to: "Go.", options: GenerationOptions(maximumResponseTokens: 32, toolCallingMode: .required))
-                return nil
-            })
-            outcomes.withLock { $0 = [answered, called] }
+            var results = [answered]
+            for (model, budget) in [(tiny, 32), (taggedTiny, 64)] {
+                let probe = ProbeTool(parameters: schema, calls: Locked([]))
+                results.append(await Result(running: { () async throws -> GeneratedContent? in
+                    _ = try await LanguageModelSession(model: model, tools: [probe])
+                        .respond(to: "Go.", options: GenerationOptions(maximumResponseTokens: budget, toolCallingMode: .required))
+                    return nil
+                }))
+                calls.withLock { $0 += probe.calls.withLock { $0 } }
+            }
+            outcomes.withLock { $0 = results }
             done.signal()
         }
         done.wait()

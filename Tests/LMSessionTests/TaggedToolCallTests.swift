@@ -9,22 +9,9 @@ import Testing
 /// "arguments":…}</tool_call>`, the output between `<tool_response>` tags in a user turn.
 struct TaggedToolCallTests {
     /// The Qwen2 fixture vocabulary (ChatML control tokens, a user-defined `<tool_call>`) with the
-    /// other three tags added as user-defined tokens, as Qwen2.5's files have them.
-    static let vocabulary: Tokenizer = {
-        let url = Fixtures.packageRoot.appendingPathComponent("Tests/Fixtures/byte-level-bpe/qwen2.gguf")
-        let chatML = try! Tokenizer(ggufAt: url)
-        let added = ["</tool_call>", "<tool_response>", "</tool_response>"]
-        let tokens = chatML.byteLevel!.storedTokens + added, types = chatML.byteLevel!.tokenTypes + added.map { _ in Int32(4) }
-        var writer = GGUFWriter()
-        for (key, value) in chatML.ggufMetadata() {
-            switch key {
-            case "tokenizer.ggml.tokens": writer.set(key, .array(tokens.map(GGUFValue.string)))
-            case "tokenizer.ggml.token_type": writer.set(key, .array(types.map(GGUFValue.int32)))
-            default: writer.set(key, value)
-            }
-        }
-        return try! Tokenizer(gguf: GGUFFile(data: writer.data()))
-    }()
+    /// other three tags as user-defined tokens too, as Qwen2.5's files have them
+    /// (`Scripts/make-tool-tags-fixture.py`).
+    static let vocabulary = try! Tokenizer(ggufAt: Fixtures.toolTagsVocabulary)
 
     /// A random model on that vocabulary, written to a GGUF file and opened as a session model.
     static let model: SystemLanguageModel = {
@@ -34,11 +21,19 @@ struct TaggedToolCallTests {
         return SystemLanguageModel(gguf: url, prefixStore: .memoryOnly(memoryByteLimit: 0))
     }()
 
+    @Test func vocabulary_hasTheTagsAsUserDefinedTokens() {
+        for tag in ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"] {
+            let id = Self.vocabulary.id(of: tag)
+            #expect(id != nil && !Self.vocabulary.controlTokens.contains(id!))
+            #expect(Self.vocabulary.encode(tag, bos: false) == [id!])   // read from text as one token
+        }
+    }
+
     static func spelled(_ tokens: [Int]) -> String {
         tokens.map { String(decoding: vocabulary.pieces[$0], as: UTF8.self) }.joined()
     }
 
-    @Test func render_listsToolsAsJSONAndWritesCallsAndOutputsInTheTags() throws {
+    @Test func render_listsToolsAsJSONAndWritesCallsAndOutputsInTheTags() async throws {
         let renderer = PromptRenderer(tokenizer: Self.vocabulary)
         #expect(renderer.callFormat == .tagged)
         #expect(renderer.toolCall == Self.vocabulary.id(of: "<tool_call>") && renderer.callEnd == Self.vocabulary.id(of: "</tool_call>"))
@@ -58,6 +53,9 @@ struct TaggedToolCallTests {
         // Each tool is its own segment: the second's line does not repeat the sentence.
         let segments = out.spans.map { Self.spelled(Array(out.tokens[$0.range])) }
         #expect(segments.count == 3 && !segments[2].contains("Tools you may call") && segments[1].contains("Tools you may call"))
+        // What the model says the tools cost is what they render to (the last segment holds the close too).
+        let toolTokens = out.spans[1].range.count + out.spans[2].range.count - renderer.close.count
+        #expect(try await Self.model.tokenCount(for: [WeatherTool(), CalendarTool()] as [any Tool]) == toolTokens)
 
         let call = Transcript.ToolCalls(calls: [.init(toolName: "weather", arguments: GeneratedContent(properties: ["city": "Lisbon"]))])
         var entries = RenderedPrompt()

@@ -56,6 +56,10 @@ extension Fixtures {
         String(repeating: "The quick brown fox jumps over the lazy dog. ", count: 40),
     ]
 
+    /// The Qwen2 byte-level fixture vocabulary with Qwen2.5's tool tags (`<tool_call>`,
+    /// `</tool_call>`, `<tool_response>`, `</tool_response>`) as user-defined tokens.
+    public static let toolTagsVocabulary = packageRoot.appendingPathComponent("Tests/Fixtures/byte-level-bpe/qwen2-tool-tags.gguf")
+
     /// The bundled `Models/` folder of this checkout.
     public static var bundledCatalog: ModelCatalog { ModelCatalog(directory: packageRoot.appendingPathComponent("Models")) }
 
