@@ -25,7 +25,12 @@ struct ResourceLimitTests {
             let message = ModelLoadError.exceedsMemoryLimit(reported, limitBytes: limit).description
             #expect(message == "running the model needs weights 383 MB + scratch \(reported.scratchBytes / 1_000_000) MB + "
                 + "full-context K/V 536870 MB = \(reported.totalBytes / 1_000_000) MB, more than the limit of 64000 MB "
-                + "(MemoryLimit.bytes)", "\(message)")
+                + "(MemoryLimit.bytes); most of it is K/V for the whole context: give the model fewer positions "
+                + "(contextLength:, kvbench --context)", "\(message)")
+            // Where the weights are the larger part, no such advice.
+            var weighty = reported
+            weighty.weightBytes = 2 * reported.contextKVBytes
+            #expect(!ModelLoadError.exceedsMemoryLimit(weighty, limitBytes: limit).description.contains("fewer positions"))
         }
     }
 

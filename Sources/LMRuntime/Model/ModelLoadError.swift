@@ -55,6 +55,8 @@ public enum ModelLoadError: Error, Equatable, CustomStringConvertible {
             "the model has \(model) vocabulary entries but the tokenizer has \(tokenizer)"
         case let .exceedsMemoryLimit(estimate, limit):
             "running the model needs \(estimate), more than the limit of \(limit / 1_000_000) MB (MemoryLimit.bytes)"
+                + (estimate.contextKVBytes > estimate.weightBytes
+                    ? "; most of it is K/V for the whole context: give the model fewer positions (contextLength:, kvbench --context)" : "")
         case let .allocationFailed(bytes): "could not allocate \(bytes) bytes"
         case let .gguf(path, error): "GGUF file \(path): \(error)"
         case let .incompatibleAdapter(name, base, model):
