@@ -84,24 +84,7 @@ struct GGUFModelTests {
         #expect(PromptRenderer(tokenizer: chatML).end == chatML.id(of: "<|im_end|>"))
 
         // Llama 3's headers, in a copy of the vocabulary whose chat tokens are Llama 3's, with BOS.
-        var metadata = chatML.ggufMetadata().filter { $0.0 != "tokenizer.ggml.pre" }
-        metadata.append(("tokenizer.ggml.pre", .string("llama-bpe")))
-        let renamed = ["<|im_start|>": "<|start_header_id|>", "<|im_end|>": "<|eot_id|>", "<|endoftext|>": "<|begin_of_text|>"]
-        var tokens = chatML.byteLevel!.storedTokens.map { renamed[$0] ?? $0 }
-        var types = chatML.byteLevel!.tokenTypes
-        tokens.append("<|end_header_id|>")
-        types.append(3)
-        metadata = metadata.map { key, value in
-            switch key {
-            case "tokenizer.ggml.tokens": (key, .array(tokens.map(GGUFValue.string)))
-            case "tokenizer.ggml.token_type": (key, .array(types.map(GGUFValue.int32)))
-            case "tokenizer.ggml.add_bos_token": (key, .bool(true))
-            default: (key, value)
-            }
-        }
-        var writer = GGUFWriter()
-        for (key, value) in metadata { writer.set(key, value) }
-        let llama3 = try Tokenizer(gguf: GGUFFile(data: writer.data()))
+        let llama3 = try llama3Vocabulary()
         let headers = PromptRenderer(tokenizer: llama3).render([.text("Be brief.")], history: [], prompt: .init(text: "Hi"))
         #expect(Self.spelled(headers.tokens, llama3) == "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
             + "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n")
@@ -111,7 +94,7 @@ struct GGUFModelTests {
         let plain = try Tokenizer(gguf: GGUFFile(data: {
             var w = GGUFWriter()
             for (key, value) in chatML.ggufMetadata() {
-                w.set(key, key == "tokenizer.ggml.token_type" ? .array(types.dropLast().map { _ in GGUFValue.int32(1) }) : value)
+                w.set(key, key == "tokenizer.ggml.token_type" ? .array(chatML.byteLevel!.tokenTypes.map { _ in GGUFValue.int32(1) }) : value)
             }
             return w.data()
         }()))

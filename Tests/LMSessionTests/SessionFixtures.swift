@@ -1,6 +1,6 @@
 import Foundation
 @testable import LMSession
-import LMRuntime
+@testable import LMRuntime
 import LMTestSupport
 import Synchronization
 import Testing
@@ -27,6 +27,27 @@ enum Count {
     static func tool(_ t: some Tool) -> String { "Tool \(t.name): \(t.description) Arguments: \(t.parameters.debugDescription)" }
 }
 
+/// The Qwen2 fixture vocabulary turned into a Llama 3 one: its chat tokens renamed to Llama 3's
+/// (`<|start_header_id|>`, `<|eot_id|>`, `<|begin_of_text|>`), `<|end_header_id|>` and `extra`
+/// added as control tokens, the `llama-bpe` pre-tokenizer, BOS added.
+func llama3Vocabulary(adding extra: [String] = []) throws -> Tokenizer {
+    let chatML = try Tokenizer(ggufAt: Fixtures.packageRoot.appendingPathComponent("Tests/Fixtures/byte-level-bpe/qwen2.gguf"))
+    let renamed = ["<|im_start|>": "<|start_header_id|>", "<|im_end|>": "<|eot_id|>", "<|endoftext|>": "<|begin_of_text|>"]
+    let tokens = chatML.byteLevel!.storedTokens.map { renamed[$0] ?? $0 } + ["<|end_header_id|>"] + extra
+    let types = chatML.byteLevel!.tokenTypes + [Int32](repeating: 3, count: 1 + extra.count)
+    var writer = GGUFWriter()
+    for (key, value) in chatML.ggufMetadata() {
+        switch key {
+        case "tokenizer.ggml.tokens": writer.set(key, .array(tokens.map(GGUFValue.string)))
+        case "tokenizer.ggml.token_type": writer.set(key, .array(types.map(GGUFValue.int32)))
+        case "tokenizer.ggml.add_bos_token": writer.set(key, .bool(true))
+        case "tokenizer.ggml.pre": writer.set(key, .string("llama-bpe"))
+        default: writer.set(key, value)
+        }
+    }
+    return try Tokenizer(gguf: GGUFFile(data: writer.data()))
+}
+
 /// Options that keep responses short and deterministic.
 func short(_ tokens: Int = 6) -> GenerationOptions { GenerationOptions(maximumResponseTokens: tokens) }
 
@@ -36,6 +57,20 @@ extension SessionEngine {
 }
 
 extension LanguageModelSession {
+    /// Steers decoding through one tool round: first `call`'s tokens, then (in the round after
+    /// the tool ran) `answer`'s.
+    func steer(call: [Int], then answer: [Int]) {
+        let script = Mutex((round: 0, step: 0))
+        setTokenSteering { generated in
+            script.withLock { s in
+                if generated.isEmpty, s.step > 0 { s = (s.round + 1, 0) }   // a new round after the tool ran
+                let plan = s.round == 0 ? call : answer
+                defer { s.step += 1 }
+                return s.step < plan.count ? plan[s.step] : nil
+            }
+        }
+    }
+
     /// Fails the test unless the KV cache equals a fresh prefill of its tokens.
     func expectCacheExact(sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let deviation = try await engine().cacheDeviation()

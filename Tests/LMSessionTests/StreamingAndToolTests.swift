@@ -95,16 +95,7 @@ struct StreamingAndToolTests {
         let renderer = PromptRenderer(tokenizer: tokenizer)
         let call = [renderer.toolCall!] + tokenizer.encode(#"weather {"city":"Lisbon"}"#, bos: false) + [renderer.end]
         let answer = tokenizer.encode("It is sunny.", bos: false) + [renderer.end]
-        // Steer decoding: first the call, then (after the tool output) a fixed answer.
-        let script = Mutex((round: 0, step: 0))
-        session.setTokenSteering { generated in
-            script.withLock { s in
-                if generated.isEmpty, s.step > 0 { s = (s.round + 1, 0) }   // a new round after the tool ran
-                let plan = s.round == 0 ? call : answer
-                defer { s.step += 1 }
-                return s.step < plan.count ? plan[s.step] : nil
-            }
-        }
+        session.steer(call: call, then: answer)   // the call, then (after the tool output) a fixed answer
         let response = try await session.respond(to: "What is the weather in Lisbon?", options: short(20))
         #expect(tool.calls.value.withLock { $0 } == 1)
         #expect(response.content == "It is sunny.")

@@ -29,8 +29,34 @@ struct TaggedToolCallTests {
         }
     }
 
-    static func spelled(_ tokens: [Int]) -> String {
+    /// A Llama 3 vocabulary with `<|python_tag|>` and `<|eom_id|>` (Llama 3.1 and later), and a model on it.
+    static let llama3 = try! llama3Vocabulary(adding: ["<|python_tag|>", "<|eom_id|>"])
+    static let llama3Model: SystemLanguageModel = {
+        let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: llama3.vocabSize, contextLength: 1024))
+        return SystemLanguageModel(try! LoadedModel(weights: weights, tokenizer: llama3, prefixStore: .memoryOnly(memoryByteLimit: 0)))
+    }()
+
+    static func spelled(_ tokens: [Int], _ vocabulary: Tokenizer = vocabulary) -> String {
         tokens.map { String(decoding: vocabulary.pieces[$0], as: UTF8.self) }.joined()
+    }
+
+    @Test func render_llama3CallsAfterThePythonTagAndAnswersInAnIPythonTurn() throws {
+        let renderer = PromptRenderer(tokenizer: Self.llama3)
+        #expect(renderer.callFormat == .pythonTag)
+        #expect(renderer.toolCall == Self.llama3.id(of: "<|python_tag|>") && renderer.callEnd == Self.llama3.id(of: "<|eom_id|>"))
+        var out = RenderedPrompt()
+        renderer.renderInstructions([.tool(WeatherTool())], into: &out)
+        let system = Self.spelled(out.tokens, Self.llama3)
+        #expect(system.hasPrefix("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n\n\nEnvironment: ipython\n"), "\(system)")
+        #expect(system.contains(#"\#n{"type": "function", "function": {"name": "weather", "description": "Current weather for a city.", "parameters": {"#))
+        let call = Transcript.ToolCalls(calls: [.init(toolName: "weather", arguments: GeneratedContent(properties: ["city": "Lisbon"]))])
+        var entries = RenderedPrompt()
+        renderer.renderEntry(.toolCalls(call), index: 0, into: &entries)
+        renderer.renderEntry(.toolOutput(.init(toolName: "weather", text: "Sunny")), index: 1, into: &entries)
+        #expect(Self.spelled(entries.tokens, Self.llama3) == "<|start_header_id|>assistant<|end_header_id|>\n\n<|python_tag|>"
+            + #"{"name":"weather","parameters":{"city":"Lisbon"}}<|eom_id|>"# + "<|start_header_id|>ipython<|end_header_id|>\n\nSunny<|eot_id|>")
+        // Without the two tokens (Llama 3.0), no calls.
+        #expect(PromptRenderer(tokenizer: try llama3Vocabulary()).toolCall == nil)
     }
 
     @Test func render_listsToolsAsJSONAndWritesCallsAndOutputsInTheTags() async throws {
@@ -75,15 +101,7 @@ struct TaggedToolCallTests {
         let call = [renderer.toolCall!] + Self.vocabulary.encode(#"{"name":"weather","arguments":{"city":"Lisbon"}}"#, bos: false)
             + [renderer.callEnd]
         let answer = Self.vocabulary.encode("It is sunny.", bos: false) + [renderer.end]
-        let script = Mutex((round: 0, step: 0))
-        session.setTokenSteering { generated in
-            script.withLock { s in
-                if generated.isEmpty, s.step > 0 { s = (s.round + 1, 0) }   // a new round after the tool ran
-                let plan = s.round == 0 ? call : answer
-                defer { s.step += 1 }
-                return s.step < plan.count ? plan[s.step] : nil
-            }
-        }
+        session.steer(call: call, then: answer)
         let response = try await session.respond(to: "Weather in Lisbon?", options: short(60))
         #expect(tool.calls.value.withLock { $0 } == 1)
         #expect(response.content == "It is sunny.")
@@ -107,20 +125,23 @@ struct TaggedToolCallTests {
     struct OneCall: LanguageModelSession.DynamicProfile {
         let weather: WeatherTool
         let seed: UInt64
+        var model = TaggedToolCallTests.model
         var body: some LanguageModelSession.DynamicProfile {
             LanguageModelSession.Profile { Instructions("Plan the day."); weather; CalendarTool() }
-                .model(TaggedToolCallTests.model)
+                .model(model)
                 .toolCallingMode(weather.calls.value.withLock { $0 } < 1 ? .required : .disallowed)
                 .samplingMode(.random(top: 20, seed: seed))
                 .maximumResponseTokens(60)
         }
     }
 
-    @Test func toolCalling_requiredTaggedCallsAreValidForTheOfferedTools() async throws {
+    @Test(arguments: ["ChatML", "Llama 3"])
+    func toolCalling_requiredTaggedCallsAreValidForTheOfferedTools(vocabulary name: String) async throws {
+        let (model, vocabulary) = name == "ChatML" ? (Self.model, Self.vocabulary) : (Self.llama3Model, Self.llama3)
         var names: Set<String> = []
         for seed in 0 ..< 4 {
             let weather = WeatherTool()
-            let session = LanguageModelSession(profile: OneCall(weather: weather, seed: UInt64(seed)))
+            let session = LanguageModelSession(profile: OneCall(weather: weather, seed: UInt64(seed), model: model))
             let response = try await session.respond(to: "Lisbon, tomorrow?")
             guard case let .toolCalls(calls) = response.transcriptEntries.dropFirst().first, let call = calls.calls.first else {
                 Issue.record("seed \(seed) made no call"); continue
@@ -129,10 +150,10 @@ struct TaggedToolCallTests {
             #expect(["weather", "calendar"].contains(call.toolName))
             if call.toolName == "weather" { _ = try WeatherQuery(call.arguments) } else { _ = try DayQuery(call.arguments) }
             // The call's ids spell the tagged JSON of what was parsed.
-            let renderer = PromptRenderer(tokenizer: Self.vocabulary)
+            let renderer = PromptRenderer(tokenizer: vocabulary)
             let ids = try #require(calls.tokenIDs)
             #expect(ids.first == renderer.toolCall && ids.last == renderer.callEnd)
-            #expect(Self.vocabulary.decode(Array(ids.dropFirst().dropLast())) == renderer.callBody(name: call.toolName, arguments: call.arguments.jsonString))
+            #expect(vocabulary.decode(Array(ids.dropFirst().dropLast())) == renderer.callBody(name: call.toolName, arguments: call.arguments.jsonString))
             try await session.expectCacheExact()
         }
         #expect(!names.isEmpty)

@@ -63,9 +63,11 @@ struct RenderedPrompt: Sendable, Equatable {
 /// tokens of the vocabulary; else plain text (`System:`, `User:`, ... and EOS).
 ///
 /// A ChatML vocabulary with `<tool_call>` and `</tool_call>` tokens (Qwen2.5, SmolLM2) calls tools
-/// in their tags (``CallFormat/tagged``): the tools listed in the system turn as JSON lines between
-/// `<tools>` and `</tools>`, a call `<tool_call>{"name":…,"arguments":…}</tool_call>`, its output a
-/// user turn between `<tool_response>` and `</tool_response>`.
+/// in their tags (``CallFormat/tagged``): the tools listed in the system turn as JSON lines, a call
+/// `<tool_call>{"name":…,"arguments":…}</tool_call>`, its output a user turn between
+/// `<tool_response>` and `</tool_response>`. A Llama 3 vocabulary with `<|python_tag|>` and
+/// `<|eom_id|>` control tokens (Llama 3.1 and later) calls `<|python_tag|>{"name":…,"parameters":…}<|eom_id|>`
+/// (``CallFormat/pythonTag``), its output an `ipython` turn.
 struct PromptRenderer: Sendable {
     /// How a tool call is written between its opening token and ``callEnd``.
     enum CallFormat: Sendable {
@@ -73,6 +75,17 @@ struct PromptRenderer: Sendable {
         case plain
         /// `{"name":"…","arguments":…}`, closed by `</tool_call>` and then the turn's close.
         case tagged
+        /// `{"name":"…","parameters":…}` after `<|python_tag|>`, closed by `<|eom_id|>`, which ends the message.
+        case pythonTag
+
+        /// The key of the arguments in a JSON call; `nil` for plain calls.
+        var argumentsKey: String? {
+            switch self {
+            case .plain: nil
+            case .tagged: "arguments"
+            case .pythonTag: "parameters"
+            }
+        }
     }
 
     let tokenizer: Tokenizer
@@ -116,6 +129,9 @@ struct PromptRenderer: Sendable {
             func role(_ name: String) -> [Int] { [start] + encode(name) + [stop] + encode("\n\n") }
             (system, user, assistant, tool) = (role("system"), role("user"), role("assistant"), role("ipython"))
             (end, close) = (eot, [eot])
+            if let tag = control("<|python_tag|>"), let endOfMessage = control("<|eom_id|>") {
+                calls = (tag, endOfMessage, .pythonTag)
+            }
         } else {
             func marker(_ piece: String, fallback: String) -> [Int] { tokenizer.id(of: piece).map { [$0] } ?? encode(fallback) }
             system = marker(ControlPieces.system, fallback: "System:")
@@ -165,11 +181,12 @@ struct PromptRenderer: Sendable {
             // another tokenizer wrote or are not all in this vocabulary, renders the text.
             out.append(assistant + (usable(r.tokenIDs, assetIDs: r.assetIDs) ?? text(r.text)) + close, as: segment)
         case let .toolCalls(calls):
-            // A plain call's `<|end|>` ends the turn too; a tagged one is followed by the turn's close.
+            // A plain call's `<|end|>` and Llama 3's `<|eom_id|>` end the message too; a tagged
+            // call is followed by the turn's close.
             out.append(assistant + calls.tokenIDs(self) + (callFormat == .tagged ? close : []), as: segment)
         case let .toolOutput(o):
             switch callFormat {
-            case .plain: out.append(tool + text(o.text) + close, as: segment)
+            case .plain, .pythonTag: out.append(tool + text(o.text) + close, as: segment)
             case .tagged: out.append(user + text("<tool_response>\n" + o.text + "\n</tool_response>") + close, as: segment)
             }
         case .reasoning:
@@ -215,11 +232,11 @@ struct PromptRenderer: Sendable {
     /// The tokens a prompt prefix renders to (no closing marker), for prewarming.
     func renderPromptPrefix(_ prefix: String) -> [Int] { user + text(prefix) }
 
-    /// A tool as the model reads it: a line of text, or for tagged calls a line of JSON (the
+    /// A tool as the model reads it: a line of text, or for JSON calls a line of JSON (the
     /// `first` tool's after a sentence on how to call), each tool its own segment, so one that
     /// changes invalidates from its own line and one added at the end invalidates nothing.
     func describe(_ d: Transcript.ToolDefinition, first: Bool) -> String {
-        guard callFormat == .tagged else {
+        guard callFormat != .plain else {
             return d.argumentsSchema.isEmpty ? "Tool \(d.name): \(d.description)" : "Tool \(d.name): \(d.description) Arguments: \(d.argumentsSchema)"
         }
         var line = #"{"type": "function", "function": {"name": "#
@@ -235,9 +252,16 @@ struct PromptRenderer: Sendable {
         }
         line += "}}"
         guard first else { return "\n" + line }
-        return "\n\nTools you may call, one JSON object a line. To call one, answer with <tool_call>"
-            + #"{"name": its name, "arguments": a JSON object of its parameters}"#
-            + "</tool_call>; its result comes back between <tool_response> and </tool_response>.\n" + line
+        switch callFormat {
+        case .tagged:
+            return "\n\nTools you may call, one JSON object a line. To call one, answer with <tool_call>"
+                + #"{"name": its name, "arguments": a JSON object of its parameters}"#
+                + "</tool_call>; its result comes back between <tool_response> and </tool_response>.\n" + line
+        default:
+            return "\n\nEnvironment: ipython\nTools you may call, one JSON object a line. To call one, answer with <|python_tag|>"
+                + #"{"name": its name, "parameters": a JSON object of its parameters}"#
+                + "; its result comes back in an ipython turn.\n" + line
+        }
     }
 
     /// JSON Schema text of a tool's parameters, the same for the same schema.
@@ -276,15 +300,12 @@ extension Transcript.ToolCalls {
 }
 
 extension PromptRenderer {
-    /// What goes between a call's opening token and ``callEnd``: ` name arguments`, or the
-    /// tagged form's JSON object (compact, as the call grammar writes it).
+    /// What goes between a call's opening token and ``callEnd``: `name arguments`, or a JSON
+    /// object of the name and the arguments (compact, as the call grammar writes it).
     func callBody(name: String, arguments: String) -> String {
-        switch callFormat {
-        case .plain: return "\(name) \(arguments)"
-        case .tagged:
-            var body = #"{"name":"#
-            GeneratedContent.quote(name, into: &body)
-            return body + #","arguments":"# + arguments + "}"
-        }
+        guard let key = callFormat.argumentsKey else { return "\(name) \(arguments)" }
+        var body = #"{"name":"#
+        GeneratedContent.quote(name, into: &body)
+        return body + #",""# + key + #"":"# + arguments + "}"
     }
 }

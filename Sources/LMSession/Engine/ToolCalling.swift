@@ -118,18 +118,14 @@ extension LanguageModelSession {
         }
     }
 
-    /// `<|tool_call|> name arguments <|end|>`, or `<tool_call>{"name":…,"arguments":…}</tool_call>`,
-    /// → a call (the arguments are JSON, as the grammar wrote them).
+    /// `<|tool_call|> name arguments <|end|>`, `<tool_call>{"name":…,"arguments":…}</tool_call>` or
+    /// `<|python_tag|>{"name":…,"parameters":…}<|eom_id|>` → a call (the arguments are JSON, as the
+    /// grammar wrote them).
     static func parseCall(_ tokens: [Int], renderer: PromptRenderer) throws -> Transcript.ToolCall {
         let body = renderer.tokenizer.decode(Array(tokens.dropFirst().dropLast()))
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let name: String, arguments: String
-        switch renderer.callFormat {
-        case .plain:
-            let parts = body.split(separator: " ", maxSplits: 1)
-            guard let first = parts.first else { throw LanguageModelError.toolCallFailed(toolName: "", reason: "the call names no tool") }
-            (name, arguments) = (String(first), parts.count > 1 ? String(parts[1]) : "null")
-        case .tagged:
+        if let key = renderer.callFormat.argumentsKey {
             let call: GeneratedContent
             do { call = try GeneratedContent(wholeJSON: body) } catch {
                 throw LanguageModelError.toolCallFailed(toolName: "", reason: "the call is not a JSON object: \(error)")
@@ -137,7 +133,11 @@ extension LanguageModelSession {
             guard case let .structure(properties, _) = call.kind, case let .string(named)? = properties["name"]?.kind else {
                 throw LanguageModelError.toolCallFailed(toolName: "", reason: "the call names no tool")
             }
-            (name, arguments) = (named, properties["arguments"]?.jsonString ?? "null")
+            (name, arguments) = (named, properties[key]?.jsonString ?? "null")
+        } else {
+            let parts = body.split(separator: " ", maxSplits: 1)
+            guard let first = parts.first else { throw LanguageModelError.toolCallFailed(toolName: "", reason: "the call names no tool") }
+            (name, arguments) = (String(first), parts.count > 1 ? String(parts[1]) : "null")
         }
         do {
             return Transcript.ToolCall(toolName: name, arguments: try GeneratedContent(wholeJSON: arguments))

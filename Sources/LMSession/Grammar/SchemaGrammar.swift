@@ -67,8 +67,8 @@ final class SchemaGrammar: Sendable {
     }
 
     /// The grammar of a tool call's body: ` name ` (one of `tools`), then that tool's
-    /// arguments as compact JSON under its parameters schema; or, for tagged calls,
-    /// `{"name":"name","arguments":` then the arguments and `}`.
+    /// arguments as compact JSON under its parameters schema; or, for JSON calls,
+    /// `{"name":"name","arguments":` (or `"parameters":`) then the arguments and `}`.
     init(toolCalls tools: [(name: String, parameters: GenerationSchema)], format: PromptRenderer.CallFormat = .plain,
          vocabulary: TokenVocabulary) throws {
         var builder = Builder(vocabulary: vocabulary)
@@ -77,10 +77,10 @@ final class SchemaGrammar: Sendable {
             if let problem = tool.parameters.problem { throw problem }
             var opening = #"{"name":"#
             GeneratedContent.quote(tool.name, into: &opening)
-            let prefix = Array((format == .plain ? " \(tool.name) " : opening + #","arguments":"#).utf8)
+            let prefix = Array(format.argumentsKey.map { opening + #",""# + $0 + #"":"# }?.utf8 ?? " \(tool.name) ".utf8)
             guard targets[prefix] == nil else { continue }
             var node = try builder.compile(tool.parameters.root)
-            if format == .tagged {   // the object's closing brace after the arguments
+            if format != .plain {   // the object's closing brace after the arguments
                 let (brace, cost) = builder.literal(Array("}".utf8))
                 node = builder.add(.sequence([.value(node), brace]), builder.minimumLength[node] + cost)
             }
