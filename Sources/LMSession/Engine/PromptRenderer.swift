@@ -62,7 +62,7 @@ struct RenderedPrompt: Sendable, Equatable {
 /// (`<|start_header_id|>role<|end_header_id|>\n\n` ... `<|eot_id|>`) when those are control
 /// tokens of the vocabulary; else plain text (`System:`, `User:`, ... and EOS).
 ///
-/// A ChatML vocabulary with `<tool_call>` and `</tool_call>` tokens (Qwen2.5, SmolLM2) calls tools
+/// A ChatML vocabulary with `<tool_call>` and `</tool_call>` tokens (Qwen2.5) calls tools
 /// in their tags (``CallFormat/tagged``): the tools listed in the system turn as JSON lines, a call
 /// `<tool_call>{"name":…,"arguments":…}</tool_call>`, its output a user turn between
 /// `<tool_response>` and `</tool_response>`. A Llama 3 vocabulary with `<|python_tag|>` and
