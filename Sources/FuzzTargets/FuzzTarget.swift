@@ -180,12 +180,16 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// The bundled `tiny` model with sharing off, loaded once.
     static let tiny = SystemLanguageModel(named: "tiny", prefixStore: .memoryOnly(memoryByteLimit: 0))
 
-    /// A random model on the test fixture's ChatML vocabulary with tool tags: its calls are tagged JSON.
-    static let taggedTiny: SystemLanguageModel = {
-        let tokenizer = try! Tokenizer(ggufAt: Fixtures.toolTagsVocabulary)
+    /// Random models on the test fixture's ChatML vocabulary with tool tags and its Llama 3.1 one:
+    /// their calls are JSON in `<tool_call>` tags, or after `<|python_tag|>`.
+    static let taggedTiny = fixtureModel(Fixtures.toolTagsVocabulary)
+    static let pythonTagTiny = fixtureModel(Fixtures.pythonTagVocabulary)
+
+    static func fixtureModel(_ vocabulary: URL) -> SystemLanguageModel {
+        let tokenizer = try! Tokenizer(ggufAt: vocabulary)
         let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: tokenizer.vocabSize, contextLength: 512))
         return SystemLanguageModel(try! LoadedModel(weights: weights, tokenizer: tokenizer, prefixStore: .memoryOnly(memoryByteLimit: 0)))
-    }()
+    }
 
     static func transcript(_ data: Data) {
         guard let transcript = try? JSONDecoder().decode(Transcript.self, from: data) else { return }
@@ -481,8 +485,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         // Guided output is always valid: an answer conforms to the schema as its JSON form says
         // (read by a checker independent of the decoder); a refusal names the schema or the budget.
         // The same for the arguments of a tool whose parameters are the schema, called as `.required`
-        // until it throws on its second call, in the bundled control pieces and in a ChatML
-        // vocabulary's `<tool_call>{"name":…,"arguments":…}</tool_call>` tags.
+        // until it throws on its second call, in the bundled control pieces, in a ChatML
+        // vocabulary's `<tool_call>{"name":…,"arguments":…}</tool_call>` tags and after Llama 3.1's
+        // `<|python_tag|>`.
         let calls = Locked<[GeneratedContent]>([])
         let outcomes = Locked<[Result<GeneratedContent?, any Error>]>([])
         let done = DispatchSemaphore(value: 0)
@@ -492,7 +497,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                     .respond(to: "Go.", schema: schema, options: GenerationOptions(maximumResponseTokens: 24)).rawContent
             })
             var results = [answered]
-            for (model, budget) in [(tiny, 32), (taggedTiny, 64)] {
+            for (model, budget) in [(tiny, 32), (taggedTiny, 64), (pythonTagTiny, 64)] {
                 let probe = ProbeTool(parameters: schema, calls: Locked([]))
                 results.append(await Result(running: { () async throws -> GeneratedContent? in
                     _ = try await LanguageModelSession(model: model, tools: [probe])

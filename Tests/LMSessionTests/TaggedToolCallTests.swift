@@ -30,7 +30,7 @@ struct TaggedToolCallTests {
     }
 
     /// A Llama 3 vocabulary with `<|python_tag|>` and `<|eom_id|>` (Llama 3.1 and later), and a model on it.
-    static let llama3 = try! llama3Vocabulary(adding: ["<|python_tag|>", "<|eom_id|>"])
+    static let llama3 = try! Tokenizer(ggufAt: Fixtures.pythonTagVocabulary)
     static let llama3Model: SystemLanguageModel = {
         let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: llama3.vocabSize, contextLength: 1024))
         return SystemLanguageModel(try! LoadedModel(weights: weights, tokenizer: llama3, prefixStore: .memoryOnly(memoryByteLimit: 0)))
@@ -55,7 +55,8 @@ struct TaggedToolCallTests {
         renderer.renderEntry(.toolOutput(.init(toolName: "weather", text: "Sunny")), index: 1, into: &entries)
         #expect(Self.spelled(entries.tokens, Self.llama3) == "<|start_header_id|>assistant<|end_header_id|>\n\n<|python_tag|>"
             + #"{"name":"weather","parameters":{"city":"Lisbon"}}<|eom_id|>"# + "<|start_header_id|>ipython<|end_header_id|>\n\nSunny<|eot_id|>")
-        // Without the two tokens (Llama 3.0), no calls.
+        // The fixture is the Llama 3 vocabulary the other tests make, with the two tokens; without them (Llama 3.0), no calls.
+        #expect(try Self.llama3.identity == llama3Vocabulary(adding: ["<|python_tag|>", "<|eom_id|>"]).identity)
         #expect(PromptRenderer(tokenizer: try llama3Vocabulary()).toolCall == nil)
     }
 

@@ -60,6 +60,10 @@ extension Fixtures {
     /// `</tool_call>`, `<tool_response>`, `</tool_response>`) as user-defined tokens.
     public static let toolTagsVocabulary = packageRoot.appendingPathComponent("Tests/Fixtures/byte-level-bpe/qwen2-tool-tags.gguf")
 
+    /// The same fixture vocabulary made a Llama 3.1 one: Llama 3's chat tokens, `<|python_tag|>` and
+    /// `<|eom_id|>` as control tokens, the `llama-bpe` pre-tokenizer, BOS added.
+    public static let pythonTagVocabulary = packageRoot.appendingPathComponent("Tests/Fixtures/byte-level-bpe/llama3-tool-tags.gguf")
+
     /// The bundled `Models/` folder of this checkout.
     public static var bundledCatalog: ModelCatalog { ModelCatalog(directory: packageRoot.appendingPathComponent("Models")) }
 
