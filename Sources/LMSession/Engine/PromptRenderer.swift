@@ -94,7 +94,8 @@ struct PromptRenderer: Sendable {
     let system, user, assistant, tool: [Int]
     /// Opens a tool call; `nil` when the tokenizer has no control piece for it (no tool calls).
     let toolCall: Int?
-    /// Closes a tool call: `end`, or `</tool_call>` for ``CallFormat/tagged`` calls.
+    /// Closes a tool call: `end`, `</tool_call>` for ``CallFormat/tagged`` calls, `<|eom_id|>` for
+    /// ``CallFormat/pythonTag`` ones.
     let callEnd: Int
     /// How the calls between ``toolCall`` and ``callEnd`` are written.
     let callFormat: CallFormat
@@ -233,8 +234,8 @@ struct PromptRenderer: Sendable {
     func renderPromptPrefix(_ prefix: String) -> [Int] { user + text(prefix) }
 
     /// A tool as the model reads it: a line of text, or for JSON calls a line of JSON (the
-    /// `first` tool's after a sentence on how to call), each tool its own segment, so one that
-    /// changes invalidates from its own line and one added at the end invalidates nothing.
+    /// `first` tool's after a sentence on how to call), each tool its own segment, so a tool that
+    /// changes, or one added after the others, invalidates from its own line.
     func describe(_ d: Transcript.ToolDefinition, first: Bool) -> String {
         guard callFormat != .plain else {
             return d.argumentsSchema.isEmpty ? "Tool \(d.name): \(d.description)" : "Tool \(d.name): \(d.description) Arguments: \(d.argumentsSchema)"
