@@ -86,6 +86,15 @@ struct PromptRenderer: Sendable {
             case .pythonTag: "parameters"
             }
         }
+
+        /// What a JSON call writes before a tool's arguments, `{"name":"…","arguments":`, as the
+        /// call grammar and ``PromptRenderer/callBody(name:arguments:)`` both spell it; `nil` for plain calls.
+        func jsonOpening(name: String) -> String? {
+            guard let key = argumentsKey else { return nil }
+            var opening = #"{"name":"#
+            GeneratedContent.quote(name, into: &opening)
+            return opening + #",""# + key + #"":"#
+        }
     }
 
     let tokenizer: Tokenizer
@@ -304,9 +313,7 @@ extension PromptRenderer {
     /// What goes between a call's opening token and ``callEnd``: `name arguments`, or a JSON
     /// object of the name and the arguments (compact, as the call grammar writes it).
     func callBody(name: String, arguments: String) -> String {
-        guard let key = callFormat.argumentsKey else { return "\(name) \(arguments)" }
-        var body = #"{"name":"#
-        GeneratedContent.quote(name, into: &body)
-        return body + #",""# + key + #"":"# + arguments + "}"
+        guard let opening = callFormat.jsonOpening(name: name) else { return "\(name) \(arguments)" }
+        return opening + arguments + "}"
     }
 }

@@ -75,9 +75,7 @@ final class SchemaGrammar: Sendable {
         var leafCosts: [[UInt8]: Int] = [:], targets: [[UInt8]: Int] = [:]
         for tool in tools {
             if let problem = tool.parameters.problem { throw problem }
-            var opening = #"{"name":"#
-            GeneratedContent.quote(tool.name, into: &opening)
-            let prefix = Array(format.argumentsKey.map { opening + #",""# + $0 + #"":"# }?.utf8 ?? " \(tool.name) ".utf8)
+            let prefix = Array((format.jsonOpening(name: tool.name) ?? " \(tool.name) ").utf8)
             guard targets[prefix] == nil else { continue }
             var node = try builder.compile(tool.parameters.root)
             if format != .plain {   // the object's closing brace after the arguments
