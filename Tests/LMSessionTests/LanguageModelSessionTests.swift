@@ -163,7 +163,7 @@ struct LanguageModelSessionTests {
         _ = try await session.respond(to: "And then?", options: short(4))
         session.setTokenSteering(try gate.steering())
         let request = Task { try await session.respond(to: "Tell me a long story.", options: short(30)) }
-        try await gate.waitUntilEntered()   // in flight, inside its tool call
+        try await gate.waitUntilEntered(by: request)   // in flight, inside its tool call
         session.transcript = saved          // the app rolls the conversation back meanwhile
         let before = session.usage
         gate.gate.open()
@@ -209,7 +209,7 @@ struct LanguageModelSessionTests {
         let session = LanguageModelSession(model: tinyModel, tools: [gate], instructions: Self.instructions)
         session.setTokenSteering(try gate.steering())
         let first = Task { try await session.respond(to: "Tell me a long story.", options: short(30)) }
-        try await gate.waitUntilEntered()   // the first request is in flight, inside its tool call
+        try await gate.waitUntilEntered(by: first)   // the first request is in flight, inside its tool call
         #expect(session.isResponding)
         await #expect(throws: LanguageModelSession.Error.concurrentRequests) {
             try await session.respond(to: "Are you there?", options: short())

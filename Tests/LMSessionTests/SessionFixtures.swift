@@ -171,8 +171,22 @@ struct GateTool: Tool {
         }
     }
 
-    /// Waits (cooperatively) until a request is inside the tool.
-    func waitUntilEntered() async throws {
-        while !gate.hasEntered { try await Task.sleep(for: .milliseconds(2)) }
+    /// Waits (cooperatively) until `request` is inside the tool; throws ``NeverEntered`` when the
+    /// request ends first, so a model that stops calling the tool fails the test instead of hanging it.
+    func waitUntilEntered<Success: Sendable>(by request: Task<Success, any Error>) async throws {
+        let ended = Flag()
+        Task { _ = await request.result; ended.value.withLock { $0 = true } }
+        while !gate.hasEntered {
+            guard !ended.value.withLock({ $0 }) || gate.hasEntered else { throw NeverEntered() }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
+    /// Whether a request has ended, set from another task.
+    final class Flag: Sendable { let value = Mutex(false) }
+
+    /// The request a test waited on ended without calling the tool.
+    struct NeverEntered: Error, CustomStringConvertible {
+        var description: String { "the request ended without calling the gate tool" }
     }
 }

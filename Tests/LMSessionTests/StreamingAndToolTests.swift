@@ -81,7 +81,7 @@ struct StreamingAndToolTests {
         session.setTokenSteering(try gate.steering())
         let stream = session.streamResponse(to: "Stream a long answer.", options: short(500))
         let consumer = Task { for try await _ in stream {} }
-        try await gate.waitUntilEntered()
+        try await gate.waitUntilEntered(by: consumer)
         consumer.cancel()           // the consumer goes away while the request is in its tool call
         gate.gate.open()
         await #expect(throws: CancellationError.self) { try await stream.collect() }

@@ -276,7 +276,8 @@ struct ResponseCacheTests {
         let (started, startedSignal) = AsyncStream<Void>.makeStream()
         let (gate, opener) = AsyncStream<Void>.makeStream()
         let old = Task {
-            try await cache.value(for: key) {
+            defer { startedSignal.finish() }   // a generator that never ran must not hang the test
+            return try await cache.value(for: key) {
                 startedSignal.yield()
                 for await _ in gate { break }   // held until the test opens the gate
                 return "from old data"
@@ -307,7 +308,8 @@ struct ResponseCacheTests {
         let (started, startedSignal) = AsyncStream<Void>.makeStream()
         let (gate, opener) = AsyncStream<Void>.makeStream()
         let running = Task {
-            try await cache.value(for: key) {
+            defer { startedSignal.finish() }
+            return try await cache.value(for: key) {
                 startedSignal.yield()
                 for await _ in gate { break }
                 return "kept"
