@@ -99,15 +99,16 @@ struct ModelOptions: ParsableArguments {
             var config = try catalog.config(named: model ?? fallback)
             wanted = precision ?? config.weightPrecision
             config.weightPrecision = .f32
-            weights = try catalog.weights(for: config)
+            if wantsTokenizer, tokenizer == nil {   // a GGUF file holding both is parsed once
+                let loaded = try catalog.model(for: config)
+                (weights, vocabulary) = (loaded.weights, loaded.tokenizer)
+            } else {
+                weights = try catalog.weights(for: config)
+            }
         }
         if wantsTokenizer, vocabulary == nil {
-            if let tokenizer {
-                vocabulary = try LMRuntime.Tokenizer(contentsOf: URL(fileURLWithPath: tokenizer), vocabSize: weights.config.vocabSize)
-            } else {
-                guard checkpoint == nil else { throw ValidationError("--checkpoint needs --tokenizer to turn text into tokens.") }
-                vocabulary = try ModelCatalog.bundled.tokenizer(for: weights.config)
-            }
+            guard let tokenizer else { throw ValidationError("--checkpoint needs --tokenizer to turn text into tokens.") }
+            vocabulary = try LMRuntime.Tokenizer(contentsOf: URL(fileURLWithPath: tokenizer), vocabSize: weights.config.vocabSize)
         }
         guard let adapter else { return (try weights.converted(to: wanted), vocabulary) }
         return (try weights.merging(LowRankAdapter(contentsOf: URL(fileURLWithPath: adapter))).converted(to: wanted), vocabulary)

@@ -51,6 +51,33 @@ struct ModelCatalogTests {
         #expect(Set(out.generatedTokens).count > 12, "a synthetic model should not repeat one token")
     }
 
+    /// A config naming a GGUF file and no tokenizer: one read gives what the two separate loads
+    /// give (the file's weights in the config's precision, its vocabulary); a config naming a
+    /// tokenizer file has that one.
+    @Test func model_aGGUFConfigGivesTheFilesWeightsAndVocabulary() throws {
+        let directory = Fixtures.temporaryFile("catalog-model")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let vocabulary = try Tokenizer(ggufAt: Fixtures.toolTagsVocabulary)
+        var config = Fixtures.tinyConfig(vocabSize: vocabulary.vocabSize)
+        try Fixtures.tinyWeights(config).ggufData(tokenizer: vocabulary).write(to: directory.appendingPathComponent("m.gguf"))
+        let catalog = ModelCatalog(directory: directory)
+        config.weights = .gguf(path: "m.gguf")
+        config.tokenizer = nil
+        for precision in [WeightPrecision.f32, .f16] {
+            config.weightPrecision = precision
+            let (weights, tokenizer) = try catalog.model(for: config)
+            #expect(weights.precision == precision)
+            #expect(ModelFingerprint(weights) == ModelFingerprint(try catalog.weights(for: config)))
+            #expect(try tokenizer.identity == vocabulary.identity && tokenizer.identity == catalog.tokenizer(for: config).identity)
+        }
+        var named = try self.catalog.config(named: "tiny")   // names tokenizer.bin
+        try FileManager.default.copyItem(at: self.catalog.resolve("tokenizer.bin"), to: directory.appendingPathComponent("tokenizer.bin"))
+        try Fixtures.tinyWeights(named).ggufData(tokenizer: vocabulary).write(to: directory.appendingPathComponent("named.gguf"))
+        named.weights = .gguf(path: "named.gguf")
+        #expect(try catalog.model(for: named).tokenizer.identity == Fixtures.bundledTokenizer.identity)
+    }
+
     @Test func configCodable_roundTripsAndDefaultsOptionalFields() throws {
         let config = try catalog.config(named: "small")
         let data = try JSONEncoder().encode(config)

@@ -67,6 +67,19 @@ public struct ModelCatalog: Sendable {
         }
     }
 
+    /// The weights and the tokenizer a config describes (``weights(for:)``, ``tokenizer(for:)``); a
+    /// GGUF file that holds both is read and parsed once, which matters for a large vocabulary.
+    /// - Throws: ``ModelLoadError``, as those two do.
+    public func model(for config: ModelConfig) throws -> (weights: ModelWeights, tokenizer: Tokenizer) {
+        guard config.tokenizer == nil, case let .gguf(path) = config.weights else {
+            return (try weights(for: config), try tokenizer(for: config))
+        }
+        let url = resolve(path)
+        let file = try GGUFFile(contentsOf: url)
+        return (try ModelWeights.gguf(file, path: url.path, precision: config.weightPrecision, contextLength: config.contextLength),
+                try Tokenizer(gguf: file, path: url.path))
+    }
+
     /// Loads the tokenizer a config names (or, for GGUF weights without one, the file's own).
     /// - Throws: ``ModelLoadError`` when it is missing, corrupt, or its size differs from the model's vocabulary.
     public func tokenizer(for config: ModelConfig) throws -> Tokenizer {

@@ -112,16 +112,19 @@ public final class SystemLanguageModel: LanguageModel {
     }
 
     /// Reads the float32 weights, fingerprints them, merges the adapter, then converts (a GGUF
-    /// kept in halfs without an adapter is read straight into them).
+    /// kept in halfs without an adapter is read straight into them: no float32 model in memory).
     private func load() throws -> Loaded {
         let weights: ModelWeights, tokenizer: Tokenizer, wanted: WeightPrecision
+        /// Whether a GGUF file's weights may be read straight into `wanted`, with no adapter to merge in float32.
+        func direct(_ wanted: WeightPrecision) -> Bool { adapter == nil && wanted == .f16 }
         switch source {
         case let .bundled(name):
             let catalog = ModelCatalog.bundled
             var config = try catalog.config(named: name)
             wanted = precision ?? config.weightPrecision
-            config.weightPrecision = .f32
-            (weights, tokenizer) = (try catalog.weights(for: config), try catalog.tokenizer(for: config))
+            let isGGUF = if case .gguf = config.weights { true } else { false }
+            config.weightPrecision = isGGUF && direct(wanted) ? wanted : .f32
+            (weights, tokenizer) = try catalog.model(for: config)   // a GGUF file parsed once for both
         case let .checkpoint(model, tokenizerFile):
             weights = try ModelWeights.checkpoint(at: model)
             tokenizer = try Tokenizer(contentsOf: tokenizerFile, vocabSize: weights.config.vocabSize)
@@ -129,15 +132,13 @@ public final class SystemLanguageModel: LanguageModel {
         case let .gguf(url, contextLength):
             wanted = precision ?? .f32
             let file = try GGUFFile(contentsOf: url)   // parsed once for the weights and the vocabulary
-            // Without an adapter to merge in float32, halfs are read straight in: no float32 model in memory.
-            let direct = adapter == nil && wanted == .f16
-            weights = try ModelWeights.gguf(file, path: url.path, precision: direct ? .f16 : .f32, contextLength: contextLength)
+            weights = try ModelWeights.gguf(file, path: url.path, precision: direct(wanted) ? wanted : .f32, contextLength: contextLength)
             tokenizer = try Tokenizer(gguf: file, path: url.path)
-            if direct {
-                return Loaded(model: try LoadedModel(weights: weights, tokenizer: tokenizer, prefixStore: storeConfiguration), baseFingerprint: nil)
-            }
         case let .loaded(model):
             return Loaded(model: model, baseFingerprint: model.prefixStore.fingerprint)
+        }
+        if weights.precision != .f32 {   // read straight into halfs
+            return Loaded(model: try LoadedModel(weights: weights, tokenizer: tokenizer, prefixStore: storeConfiguration), baseFingerprint: nil)
         }
         let base = ModelFingerprint(weights)
         let adapted = try adapter.map { try weights.merging($0.lowRank) } ?? weights
