@@ -122,6 +122,25 @@ struct TaggedToolCallTests {
         try await session.expectCacheExact()
     }
 
+    /// Llama 3's `<|eom_id|>` outside a call ends the response like `<|eot_id|>` (llama.cpp stops
+    /// on both): it is not in the text, the turn closes with `<|eot_id|>`, and the next turn reuses it.
+    @Test func respond_llama3EndOfMessageOutsideACallEndsTheResponse() async throws {
+        let session = LanguageModelSession(model: Self.llama3Model, instructions: "Answer briefly.")
+        let renderer = PromptRenderer(tokenizer: Self.llama3)
+        let answer = Self.llama3.encode("It is sunny.", bos: false)
+        session.setTokenSteering { generated in generated.count <= answer.count ? (answer + [renderer.callEnd])[generated.count] : nil }
+        let response = try await session.respond(to: "Weather?", options: short(40))
+        #expect(response.content == "It is sunny." && response.usage.output.totalTokenCount == answer.count)
+        #expect(response.transcriptEntries.map(\.kind) == ["prompt", "response"])
+        try await session.expectCacheExact()
+        let held = try await session.cachedTokens
+        #expect(held.suffix(answer.count + 1) == (answer + renderer.close)[...])
+        session.setTokenSteering(nil)
+        let next = try await session.respond(to: "Thanks!", options: short())
+        #expect(next.invalidation == nil && next.usage.input.cachedTokenCount == held.count)
+        try await session.expectCacheExact()
+    }
+
     /// One required tagged call (the tools' schemas decide its bytes), then an answer.
     struct OneCall: LanguageModelSession.DynamicProfile {
         let weather: WeatherTool

@@ -113,6 +113,10 @@ struct PromptRenderer: Sendable {
     /// What closes a rendered segment: `end`, then whatever the template puts between turns
     /// (ChatML's newline).
     let close: [Int]
+    /// What ends a response outside a tool call (not kept in it): ``end``, the vocabulary's EOS
+    /// and BOS, and Llama 3's `<|eom_id|>`, an end of message wherever it comes (as llama.cpp
+    /// stops on it). The turn is then closed with ``close``, as the next request renders it.
+    let stopTokens: Set<Int>
     /// The tokenizer's asset identifier (`tokenizer:` and its identity), recorded on every
     /// generated response.
     let assetID: String
@@ -152,6 +156,7 @@ struct PromptRenderer: Sendable {
             close = [end]
         }
         (toolCall, callEnd, callFormat) = (calls.open, calls.close ?? end, calls.format)
+        stopTokens = Set([end, tokenizer.eosToken, tokenizer.bosToken] + (callFormat == .pythonTag ? [callEnd] : []))
     }
 
     func text(_ s: String) -> [Int] { texts?.tokens(s) ?? tokenizer.encode(s, bos: false) }

@@ -124,7 +124,6 @@ actor SessionEngine {
         var outcome = RunOutcome(reuse: reuse, inputTokens: rendered.tokens.count, computedTokens: suffix.count,
                                  generated: [], ending: .finished, prefill: prefill, firstToken: nil, decode: .zero, pending: nil)
         var sampler = try Sampler(decoding.strategy, seed: decoding.seed)
-        let stops: Set<Int> = [renderer.end, renderer.tokenizer.eosToken, renderer.tokenizer.bosToken]
         let decodeStart = clock.now
         var callStart: Int?
         let budget = decoding.budget ?? Int.max
@@ -167,7 +166,7 @@ actor SessionEngine {
                 outcome.generated.removeSubrange(start...)
                 break
             }
-            if stops.contains(next) { break }
+            if renderer.stopTokens.contains(next) { break }
             outcome.generated.append(next)
             if callStart == nil { onToken(outcome.generated) }
             if let start = callStart, outcome.generated.count - 1 > start {
