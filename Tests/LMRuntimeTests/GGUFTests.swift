@@ -295,6 +295,27 @@ struct GGUFTests {
         #expect(types[tokenizer.id(of: ControlPieces.user)!] == 3 && types.last == 1)
     }
 
+    /// `tokenizer.chat_template` is kept as text and written back, for either kind of vocabulary;
+    /// a file without one has none; one that is not a string is a typed error naming the key.
+    @Test func tokenizer_keepsTheFilesChatTemplateAndWritesItBack() throws {
+        let template = "{{ '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}"
+        for var tokenizer in [Fixtures.bundledTokenizer, try Tokenizer(ggufAt: Fixtures.toolTagsVocabulary)] {
+            let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: tokenizer.vocabSize))
+            #expect(tokenizer.chatTemplate == nil)
+            #expect(try GGUFFile(data: weights.ggufData(tokenizer: tokenizer)).metadata["tokenizer.chat_template"] == nil)
+            tokenizer.chatTemplate = template
+            let back = try Tokenizer(gguf: GGUFFile(data: weights.ggufData(tokenizer: tokenizer)))
+            #expect(back.chatTemplate == template && back.identity == tokenizer.identity)
+        }
+        var file = HandGGUF()
+        file.string("tokenizer.ggml.model", "llama")
+        file.strings("tokenizer.ggml.tokens", ["<unk>", "<s>", "</s>"] + (0 ..< 256).map { String(format: "<0x%02X>", $0) })
+        #expect(try Tokenizer(gguf: GGUFFile(data: file.data())).chatTemplate == nil)
+        file.u32("tokenizer.chat_template", 7)
+        #expect(throws: GGUFError.self) { try Tokenizer(gguf: GGUFFile(data: file.data())) }
+        do { _ = try Tokenizer(gguf: GGUFFile(data: file.data())) } catch { #expect("\(error)".contains("tokenizer.chat_template")) }
+    }
+
     @Test func ggufFile_parsedOnceGivesTheWeightsAndTheVocabularyTheFileDoes() throws {
         let tokenizer = Fixtures.bundledTokenizer
         let url = Fixtures.temporaryFile("parsed-once.gguf")

@@ -13,12 +13,23 @@ extension Tokenizer {
     ///   `llama-bpe` (Llama 3) or `qwen2`, with their ranked `tokenizer.ggml.merges`, BOS and EOS ids.
     /// - Throws: ``GGUFError/missingKey(_:)``, ``GGUFError/invalidField(field:byteOffset:reason:)`` for
     ///   malformed arrays, ``GGUFError/unsupportedVocabulary(_:)`` for another layout, model or pre-tokenizer.
+    ///
+    /// A `tokenizer.chat_template` string is kept as ``chatTemplate``.
     public init(gguf file: GGUFFile) throws(GGUFError) {
         let model = try file.string("tokenizer.ggml.model")
         if model == "gpt2" {
             try self.init(byteLevelGGUF: file)
-            return
+        } else {
+            try self.init(sentencePieceGGUF: file, model: model)
         }
+        if file.metadata[Self.chatTemplateKey] != nil { chatTemplate = try file.string(Self.chatTemplateKey) }
+    }
+
+    /// Where a GGUF file keeps its chat template.
+    static let chatTemplateKey = "tokenizer.chat_template"
+
+    /// A `llama` (SentencePiece-style) vocabulary in llama2.c's layout; see ``init(gguf:)``.
+    private init(sentencePieceGGUF file: GGUFFile, model: String) throws(GGUFError) {
         guard model == "llama" else {
             throw .unsupportedVocabulary("tokenizer.ggml.model is '\(model)'; SentencePiece-style 'llama' and byte-level 'gpt2' vocabularies are read")
         }
@@ -86,9 +97,14 @@ extension Tokenizer {
         do { try self.init(gguf: file) } catch { throw .gguf(path: path, error) }
     }
 
-    /// The `tokenizer.ggml.*` metadata that ``init(gguf:)`` reads back.
+    /// The `tokenizer.*` metadata that ``init(gguf:)`` reads back: the vocabulary and any ``chatTemplate``.
     func ggufMetadata() -> [(String, GGUFValue)] {
-        if let byteLevel { return byteLevelMetadata(byteLevel) }
+        let template = chatTemplate.map { [(Self.chatTemplateKey, GGUFValue.string($0))] } ?? []
+        return (byteLevel.map(byteLevelMetadata) ?? sentencePieceMetadata()) + template
+    }
+
+    /// The `tokenizer.ggml.*` metadata of a vocabulary in llama2.c's layout.
+    private func sentencePieceMetadata() -> [(String, GGUFValue)] {
         let control = Set(ControlPieces.all.compactMap(id(of:)) + [Self.bos, Self.eos])
         let types = pieces.indices.map { id -> GGUFValue in
             // SentencePiece token types: 1 normal, 2 unknown, 3 control, 6 byte.

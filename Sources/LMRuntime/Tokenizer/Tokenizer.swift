@@ -50,6 +50,11 @@ public struct Tokenizer: Sendable {
     /// llama2.c's layout; BOS, EOS and every control token of a byte-level vocabulary (which
     /// also decode to nothing).
     public let controlTokens: Set<Int>
+    /// The chat template of the GGUF file this vocabulary came from (`tokenizer.chat_template`, Jinja
+    /// source), kept as text: prompts are rendered by the session layer, which reads only the
+    /// system message such a template writes when a conversation has none. `nil` when absent.
+    /// Not part of ``identity``: it changes no id's text.
+    public var chatTemplate: String?
     /// The pre-tokenizer, ranked merges and stored form of a byte-level vocabulary; `nil` in llama2.c's layout.
     let byteLevel: ByteLevelBPE?
     private let ids: [[UInt8]: Int]

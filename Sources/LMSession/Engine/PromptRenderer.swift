@@ -117,6 +117,10 @@ struct PromptRenderer: Sendable {
     /// and BOS, and Llama 3's `<|eom_id|>`, an end of message wherever it comes (as llama.cpp
     /// stops on it). The turn is then closed with ``close``, as the next request renders it.
     let stopTokens: Set<Int>
+    /// The system message the chat template writes when a conversation has none (Qwen2's and
+    /// SmolLM2's ChatML templates name the assistant there): the instructions' text when they hold
+    /// none; `nil` when the template has no such message (``defaultSystemMessage(inChatMLTemplate:)``).
+    let defaultInstructions: String?
     /// The tokenizer's asset identifier (`tokenizer:` and its identity), recorded on every
     /// generated response.
     let assetID: String
@@ -135,6 +139,7 @@ struct PromptRenderer: Sendable {
             func role(_ name: String) -> [Int] { [open] + encode(name + "\n") }
             (system, user, assistant, tool) = (role("system"), role("user"), role("assistant"), role("tool"))
             (end, close) = (shut, [shut] + encode("\n"))
+            defaultInstructions = tokenizer.chatTemplate.flatMap(Self.defaultSystemMessage(inChatMLTemplate:))
             if let opens = tokenizer.id(of: "<tool_call>"), let closes = tokenizer.id(of: "</tool_call>") {
                 calls = (opens, closes, .tagged)
             }
@@ -143,6 +148,7 @@ struct PromptRenderer: Sendable {
             func role(_ name: String) -> [Int] { [start] + encode(name) + [stop] + encode("\n\n") }
             (system, user, assistant, tool) = (role("system"), role("user"), role("assistant"), role("ipython"))
             (end, close) = (eot, [eot])
+            defaultInstructions = nil
             if let tag = control("<|python_tag|>"), let endOfMessage = control("<|eom_id|>") {
                 calls = (tag, endOfMessage, .pythonTag)
             }
@@ -154,6 +160,7 @@ struct PromptRenderer: Sendable {
             tool = marker(ControlPieces.tool, fallback: "Tool:")
             end = tokenizer.id(of: ControlPieces.end) ?? tokenizer.eosToken
             close = [end]
+            defaultInstructions = nil
         }
         (toolCall, callEnd, callFormat) = (calls.open, calls.close ?? end, calls.format)
         stopTokens = Set([end, tokenizer.eosToken, tokenizer.bosToken] + (callFormat == .pythonTag ? [callEnd] : []))
@@ -164,8 +171,12 @@ struct PromptRenderer: Sendable {
     /// How a response's ``Transcript/Response/assetIDs`` name the tokenizer its ids are in.
     static let tokenizerAssetPrefix = "tokenizer:"
 
-    /// The instructions segment(s).
+    /// The instructions segment(s); with no text among them, the template's ``defaultInstructions`` first.
     func renderInstructions(_ components: [InstructionComponent], into out: inout RenderedPrompt) {
+        var components = components
+        if let defaultInstructions, !components.contains(where: { if case .text = $0 { true } else { false } }) {
+            components.insert(.text(defaultInstructions), at: 0)
+        }
         var prefix = tokenizer.sequenceStart + system
         var textIndex = 0, toolIndex = 0
         if components.isEmpty { out.append(prefix + close, as: .instructions(index: 0)) }
@@ -277,6 +288,26 @@ struct PromptRenderer: Sendable {
                 + #"{"name": its name, "parameters": a JSON object of its parameters}"#
                 + "; its result comes back in an ipython turn.\n" + line
         }
+    }
+
+    /// The system message a ChatML chat template writes as one literal when a conversation has
+    /// none, as Qwen2's, Qwen2.5's and SmolLM2's do:
+    /// `{{ '<|im_start|>system\nYou are … assistant.<|im_end|>\n' }}`. Read without running the
+    /// template: the first string literal that opens a system turn and holds its whole text (no
+    /// quote, brace or `+` before `<|im_end|>`); `\n` escapes become newlines. `nil` when there is
+    /// none, e.g. a template that only writes the conversation's own system message.
+    static func defaultSystemMessage(inChatMLTemplate template: String) -> String? {
+        let opening = #"<|im_start|>system\n"#   // as a Jinja string literal spells it
+        var searched = template.startIndex
+        while let found = template.range(of: opening, range: searched ..< template.endIndex) {
+            searched = found.upperBound
+            guard found.lowerBound > template.startIndex, "'\"".contains(template[template.index(before: found.lowerBound)]),
+                  let close = template.range(of: "<|im_end|>", range: found.upperBound ..< template.endIndex) else { continue }
+            let text = template[found.upperBound ..< close.lowerBound].replacingOccurrences(of: #"\n"#, with: "\n")
+            guard !text.isEmpty, !text.contains(where: { "'\"{}+\\".contains($0) }) else { continue }
+            return text
+        }
+        return nil
     }
 
     /// JSON Schema text of a tool's parameters, the same for the same schema.
