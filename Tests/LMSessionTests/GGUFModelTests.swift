@@ -26,6 +26,29 @@ struct GGUFModelTests {
         #expect(answers[0] == answers[1])
     }
 
+    /// A catalog config naming a GGUF file and keeping it in halfs is read the same way: straight
+    /// into halfs (the bits of converting), its float32 fingerprint read again when asked for.
+    @Test func catalogModel_aGGUFConfigInHalfsReadsThemStraightAndFingerprintsTheFloatWeights() throws {
+        let directory = Fixtures.temporaryFile("catalog-halfs")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let loaded = try tinyModel.loaded()
+        let file = directory.appendingPathComponent("m.gguf")
+        try loaded.weights.ggufData(tokenizer: loaded.tokenizer).write(to: file)
+        var config = loaded.weights.config
+        (config.name, config.weights, config.tokenizer, config.weightPrecision) = ("m", .gguf(path: "m.gguf"), nil, .f16)
+        try JSONEncoder().encode(config).write(to: directory.appendingPathComponent("m.json"))
+        let catalog = ModelCatalog(directory: directory)
+        let halfs = SystemLanguageModel(named: "m", in: catalog, prefixStore: .memoryOnly(memoryByteLimit: 0))
+        let read = try ModelWeights.gguf(at: file)
+        #expect(try halfs.loaded().weights.precision == .f16)
+        #expect(try ModelFingerprint(halfs.loaded().weights) == ModelFingerprint(read.converted(to: .f16)))
+        #expect(try halfs.baseFingerprint() == ModelFingerprint(read))
+        #expect(try halfs.loaded().tokenizer.identity == loaded.tokenizer.identity)
+        let floats = SystemLanguageModel(named: "m", in: catalog, weightPrecision: .f32, prefixStore: .memoryOnly(memoryByteLimit: 0))
+        #expect(try floats.loaded().weights.precision == .f32 && floats.baseFingerprint() == ModelFingerprint(read))
+    }
+
     @Test func ggufModel_inHalfsReadsThemStraightAndFingerprintsTheFloatWeights() async throws {
         let loaded = try tinyModel.loaded()
         let url = Fixtures.temporaryFile("tiny-halfs.gguf")

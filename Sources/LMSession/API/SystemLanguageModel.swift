@@ -9,7 +9,7 @@ public final class SystemLanguageModel: LanguageModel {
     public static let `default` = SystemLanguageModel(named: "base")
 
     private enum Source: Sendable {
-        case bundled(String)
+        case catalog(ModelCatalog, name: String)
         case checkpoint(URL, tokenizer: URL)
         case gguf(URL, contextLength: Int?)
         case loaded(LoadedModel)
@@ -31,17 +31,18 @@ public final class SystemLanguageModel: LanguageModel {
         let baseFingerprint: ModelFingerprint?
     }
 
-    /// A bundled model by config name (`tiny`, `small`, `base`).
+    /// A model by config name: a bundled one (`tiny`, `small`, `base`), or one of another catalog's.
     /// - Parameters:
     ///   - name: the config's name.
+    ///   - catalog: the folder of configs; by default the package's `Models/` (``LMRuntime/ModelCatalog/bundled``).
     ///   - adapter: an adapter to merge into the weights (see ``Adapter``); `nil` for none.
     ///   - weightPrecision: how to keep the weights (``LMRuntime/WeightPrecision``); `nil` keeps
     ///     the config's own (float32 unless it says otherwise).
     ///   - prefixStore: the shared prefix store's limits and optional directory (see
     ///     ``LoadedModel/init(weights:tokenizer:name:prefixStore:)``).
-    public init(named name: String, adapter: Adapter? = nil, weightPrecision: WeightPrecision? = nil,
-                prefixStore: PrefixStore.Configuration = .standard) {
-        source = .bundled(name)
+    public init(named name: String, in catalog: ModelCatalog = .bundled, adapter: Adapter? = nil,
+                weightPrecision: WeightPrecision? = nil, prefixStore: PrefixStore.Configuration = .standard) {
+        source = .catalog(catalog, name: name)
         self.adapter = adapter
         precision = weightPrecision
         storeConfiguration = prefixStore
@@ -86,18 +87,35 @@ public final class SystemLanguageModel: LanguageModel {
 
     /// The fingerprint of the model's float32 weights before any adapter: what an adapter made
     /// for this model records (``LMRuntime/LowRankAdapter/baseFingerprint``). Loads the model. For
-    /// a model made from a ``LoadedModel``, that model's own fingerprint. A GGUF model kept in
-    /// halfs without an adapter never held float32 weights: the first call reads the file again in
-    /// float32 for this, then lets them go.
+    /// a model made from a ``LoadedModel``, that model's own fingerprint. A GGUF model (a file, or
+    /// a config naming one) kept in halfs without an adapter never held float32 weights:
+    /// the first call reads the file again in float32 for this, then lets them go.
     public func baseFingerprint() throws -> ModelFingerprint {
         if let known = try loadedOnce().baseFingerprint { return known }
-        guard case let .gguf(file, contextLength) = source else { preconditionFailure("only a GGUF read into halfs defers it") }
         return try deferredFingerprint.withLock { known -> Result<ModelFingerprint, ModelLoadError> in
             if let known { return known }
-            let result = Result { () throws(ModelLoadError) in ModelFingerprint(try Self.readGGUF(file, precision: .f32, contextLength: contextLength)) }
+            let result = Result { () throws(ModelLoadError) in ModelFingerprint(try float32Weights()) }
             known = result
             return result
         }.get()
+    }
+
+    /// The source's weights in float32, read again: for a model whose load read them straight into halfs.
+    private func float32Weights() throws(ModelLoadError) -> ModelWeights {
+        do {
+            switch source {
+            case let .gguf(file, contextLength):
+                return try ModelWeights.gguf(at: file, precision: .f32, contextLength: contextLength)
+            case let .catalog(catalog, name):
+                var config = try catalog.config(named: name)
+                config.weightPrecision = .f32
+                return try catalog.weights(for: config)
+            case .checkpoint, .loaded:
+                preconditionFailure("only a GGUF read into halfs defers its float32 fingerprint")
+            }
+        } catch let error as ModelLoadError { throw error } catch {
+            throw .unreadable(path: "\(source)", reason: "\(error)")
+        }
     }
 
     private func loadedOnce() throws(ModelLoadError) -> Loaded {
@@ -118,8 +136,7 @@ public final class SystemLanguageModel: LanguageModel {
         /// Whether a GGUF file's weights may be read straight into `wanted`, with no adapter to merge in float32.
         func direct(_ wanted: WeightPrecision) -> Bool { adapter == nil && wanted == .f16 }
         switch source {
-        case let .bundled(name):
-            let catalog = ModelCatalog.bundled
+        case let .catalog(catalog, name):
             var config = try catalog.config(named: name)
             wanted = precision ?? config.weightPrecision
             let isGGUF = if case .gguf = config.weights { true } else { false }
@@ -144,12 +161,5 @@ public final class SystemLanguageModel: LanguageModel {
         let adapted = try adapter.map { try weights.merging($0.lowRank) } ?? weights
         return Loaded(model: try LoadedModel(weights: adapted.converted(to: wanted), tokenizer: tokenizer, prefixStore: storeConfiguration),
                       baseFingerprint: base)
-    }
-
-    /// The GGUF file's weights in `precision`, its load errors typed.
-    private static func readGGUF(_ file: URL, precision: WeightPrecision, contextLength: Int?) throws(ModelLoadError) -> ModelWeights {
-        do { return try ModelWeights.gguf(at: file, precision: precision, contextLength: contextLength) } catch let error as ModelLoadError { throw error } catch {
-            throw .unreadable(path: file.path, reason: "\(error)")
-        }
     }
 }
