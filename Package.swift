@@ -69,6 +69,7 @@ let package = Package(
         ),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "LMTestSupport"]),
         .testTarget(name: "KVBenchTests", dependencies: ["LMTestSupport", "KVScenarios", "LMSession", "kvbench"]),
+        .testTarget(name: "ReadmeTests", dependencies: ["LMSession", "LMRuntime", "ResponseCache"]),
     ],
     swiftLanguageModes: [.v6]
 )
