@@ -7,23 +7,50 @@ import SwiftSyntaxMacros
 /// an extension (so the memberwise initializer stays): `generationSchema` (properties in
 /// declaration order with their `@Guide` descriptions and guides), `init(_: GeneratedContent)`,
 /// `generatedContent`, and for a struct a `PartiallyGenerated` with every property optional.
-public struct GenerableMacro: ExtensionMacro {
+///
+/// The extension is read at file scope, where a type nested beside the declaration (`Item` in
+/// `enum Screen { struct Item; struct Page { let items: [Item] } }`) is not in scope, or names
+/// another type. So the macro also adds, inside the declaration, a type alias for each property's
+/// (and each case value's) type, resolved where it was written, and the extension names those.
+public struct GenerableMacro: ExtensionMacro, MemberMacro {
     /// The extension that makes the declaration `Generable`; throws an error naming what it cannot be built from.
     public static func expansion(of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax,
                                  providingExtensionsOf type: some TypeSyntaxProtocol, conformingTo protocols: [TypeSyntax],
                                  in context: some MacroExpansionContext) throws -> [ExtensionDeclSyntax] {
         let description = argument(named: "description", in: node) ?? "nil"
         let access = accessLevel(of: declaration)
+        let owner = type.trimmedDescription
         let body: String
         if let structure = declaration.as(StructDeclSyntax.self) {
-            body = try structMembers(structure, description: description, access: access, context: context)
+            body = try structMembers(structure, owner: owner, description: description, access: access, context: context)
         } else if let enumeration = declaration.as(EnumDeclSyntax.self) {
-            body = try enumMembers(enumeration, description: description, access: access)
+            body = try enumMembers(enumeration, owner: owner, description: description, access: access)
         } else {
             throw MacroError("@Generable applies to structs and enums")
         }
         let decl: DeclSyntax = "extension \(type.trimmed): LMSession.Generable {\n\(raw: body)\n}"
         return [decl.cast(ExtensionDeclSyntax.self)]
+    }
+
+    /// The type aliases the extension names the declaration's types by (see the type's documentation).
+    /// A declaration the extension cannot be built from gets none: that expansion reports why.
+    public static func expansion(of node: AttributeSyntax, providingMembersOf declaration: some DeclGroupSyntax,
+                                 conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext) throws -> [DeclSyntax] {
+        let access = accessLevel(of: declaration)
+        var aliases: [(name: String, type: String)] = []
+        if let structure = declaration.as(StructDeclSyntax.self), let properties = try? storedProperties(structure) {
+            aliases = properties.map { (alias(of: $0.name), $0.wrapped ?? $0.type) }
+        } else if let enumeration = declaration.as(EnumDeclSyntax.self),
+                  (try? enumMembers(enumeration, owner: "Self", description: "nil", access: "")) != nil {
+            let (cases, payloads) = casesAndPayloads(enumeration)
+            aliases = zip(cases, payloads).flatMap { c, values in values.map { (alias(of: $0.property, in: c), $0.wrapped ?? $0.type) } }
+        }
+        return aliases.map { "\(raw: access)typealias \(raw: $0.name) = \(raw: $0.type)" }
+    }
+
+    /// The name of the alias for a property's type, or for a case's value's.
+    static func alias(of property: String, in enumCase: String? = nil) -> String {
+        "_Generable_" + (enumCase.map { backticksRemoved($0) + "_" } ?? "") + backticksRemoved(property)
     }
 
     struct MacroError: Error, CustomStringConvertible {
@@ -101,21 +128,20 @@ public struct GenerableMacro: ExtensionMacro {
         return result
     }
 
-    static func structMembers(_ structure: StructDeclSyntax, description: String, access: String,
+    static func structMembers(_ structure: StructDeclSyntax, owner: String, description: String, access: String,
                               context: some MacroExpansionContext) throws -> String {
         let properties = try storedProperties(structure)
+        /// The property's type without its optional, through its alias.
+        func base(_ p: StoredProperty) -> String { "\(owner).\(alias(of: p.name))" }
+        func type(_ p: StoredProperty) -> String { base(p) + (p.wrapped == nil ? "" : "?") }
         let schemaProperties = properties.map { p in
-            let type = p.wrapped.map { "\($0)?" } ?? p.type
-            return "LMSession.GenerationSchema.Property(name: \(literal(p.name)), description: \(p.description), type: (\(type)).self, guides: [\(p.guides.joined(separator: ", "))])"
+            "LMSession.GenerationSchema.Property(name: \(literal(p.name)), description: \(p.description), type: \(type(p)).self, guides: [\(p.guides.joined(separator: ", "))])"
         }
-        let reads = properties.map { p in
-            let type = p.wrapped.map { "\($0)?" } ?? p.type
-            return "self.\(p.name) = try content.value((\(type)).self, forProperty: \(literal(p.name)))"
-        }
+        let reads = properties.map { p in "self.\(p.name) = try content.value(\(type(p)).self, forProperty: \(literal(p.name)))" }
         let pairs = properties.map { "\(literal($0.name)): self.\($0.name)" }
-        let partialFields = properties.map { p in "\(access)var \(p.name): (\(p.wrapped ?? p.type)).PartiallyGenerated?" }
+        let partialFields = properties.map { p in "\(access)var \(p.name): \(base(p)).PartiallyGenerated?" }
         let partialReads = properties.map { p in
-            "self.\(p.name) = try content.value((\(p.wrapped ?? p.type)).PartiallyGenerated?.self, forProperty: \(literal(p.name)))"
+            "self.\(p.name) = try content.value(\(base(p)).PartiallyGenerated?.self, forProperty: \(literal(p.name)))"
         }
         return """
             \(access)static var generationSchema: LMSession.GenerationSchema {
@@ -150,7 +176,8 @@ public struct GenerableMacro: ExtensionMacro {
         var isLabeled: Bool
     }
 
-    static func enumMembers(_ enumeration: EnumDeclSyntax, description: String, access: String) throws -> String {
+    /// The enum's case names in order and each one's values.
+    static func casesAndPayloads(_ enumeration: EnumDeclSyntax) -> (cases: [String], payloads: [[Payload]]) {
         var cases: [String] = []
         var payloads: [[Payload]] = []
         for member in enumeration.memberBlock.members {
@@ -170,9 +197,14 @@ public struct GenerableMacro: ExtensionMacro {
                 })
             }
         }
+        return (cases, payloads)
+    }
+
+    static func enumMembers(_ enumeration: EnumDeclSyntax, owner: String, description: String, access: String) throws -> String {
+        let (cases, payloads) = casesAndPayloads(enumeration)
         guard !cases.isEmpty else { throw MacroError("@Generable needs at least one case") }
         if payloads.contains(where: { !$0.isEmpty }) {
-            return try enumWithPayloads(cases: cases, payloads: payloads, description: description, access: access)
+            return try enumWithPayloads(cases: cases, payloads: payloads, owner: owner, description: description, access: access)
         }
         let names = cases.map { literal(backticksRemoved($0)) }
         return """
@@ -198,7 +230,7 @@ public struct GenerableMacro: ExtensionMacro {
     /// (`{"type":"walk","distance":3}`, `{"type":"note","value":"hi"}`, `{"type":"idle"}`; a `nil`
     /// optional is left out). The schema is a choice of one structure per case, named
     /// `Enum.DiscriminatedCase`, so guided generation tells the cases apart by the `type` string.
-    static func enumWithPayloads(cases: [String], payloads: [[Payload]], description: String, access: String) throws -> String {
+    static func enumWithPayloads(cases: [String], payloads: [[Payload]], owner: String, description: String, access: String) throws -> String {
         for (c, values) in zip(cases, payloads) {
             var seen: Set<String> = ["type"]
             for v in values where !seen.insert(v.property).inserted {
@@ -213,14 +245,14 @@ public struct GenerableMacro: ExtensionMacro {
             let schemaName = "name + \(literal(".Discriminated" + bare.prefix(1).uppercased() + bare.dropFirst()))"
             let tag = "LMSession.DynamicGenerationSchema.Property(name: \"type\", schema: LMSession.DynamicGenerationSchema(name: \(schemaName), anyOf: [\(literal(bare))]))"
             let properties = values.map { v in
-                "LMSession.DynamicGenerationSchema.Property(name: \(literal(v.property)), schema: LMSession.DynamicGenerationSchema(type: (\(v.wrapped ?? v.type)).self), isOptional: \(v.wrapped != nil))"
+                "LMSession.DynamicGenerationSchema.Property(name: \(literal(v.property)), schema: LMSession.DynamicGenerationSchema(type: \(owner).\(alias(of: v.property, in: c)).self), isOptional: \(v.wrapped != nil))"
             }
             return "LMSession.DynamicGenerationSchema(name: \(schemaName), description: \(description), properties: [\(([tag] + properties).joined(separator: ", "))])"
         }
         let reads = zip(zip(cases, names), payloads).map { pair, values in
             let (c, name) = pair
             let arguments = values.map { v in
-                let read = "try content.value((\(v.wrapped.map { "\($0)?" } ?? v.type)).self, forProperty: \(literal(v.property)))"
+                let read = "try content.value(\(owner).\(alias(of: v.property, in: c))\(v.wrapped == nil ? "" : "?").self, forProperty: \(literal(v.property)))"
                 return v.isLabeled ? "\(v.property): \(read)" : read
             }
             return "case \(name): self = .\(c)\(values.isEmpty ? "" : "(" + arguments.joined(separator: ", ") + ")")"

@@ -72,22 +72,30 @@ final class GenerableMacroTests: XCTestCase {
                 let note: String?
                 var computed: Int { 1 }
                 static let shared = 0
+
+                public typealias _Generable_title = String
+
+                public typealias _Generable_steps = [String]
+
+                public typealias _Generable_code = String
+
+                public typealias _Generable_note = String
             }
 
             extension Plan: LMSession.Generable {
                 public static var generationSchema: LMSession.GenerationSchema {
                     LMSession.GenerationSchema(type: Self.self, description: nil, properties: [
-                            LMSession.GenerationSchema.Property(name: "title", description: "A title", type: (String).self, guides: []),
-                            LMSession.GenerationSchema.Property(name: "steps", description: "Steps", type: ([String]).self, guides: [.count(2 ... 3)]),
-                            LMSession.GenerationSchema.Property(name: "code", description: nil, type: (String).self, guides: [.pattern(/[A-Z]+/)]),
-                            LMSession.GenerationSchema.Property(name: "note", description: nil, type: (String?).self, guides: [])
+                            LMSession.GenerationSchema.Property(name: "title", description: "A title", type: Plan._Generable_title.self, guides: []),
+                            LMSession.GenerationSchema.Property(name: "steps", description: "Steps", type: Plan._Generable_steps.self, guides: [.count(2 ... 3)]),
+                            LMSession.GenerationSchema.Property(name: "code", description: nil, type: Plan._Generable_code.self, guides: [.pattern(/[A-Z]+/)]),
+                            LMSession.GenerationSchema.Property(name: "note", description: nil, type: Plan._Generable_note?.self, guides: [])
                     ])
                 }
                 public init(_ content: LMSession.GeneratedContent) throws {
-                    self.title = try content.value((String).self, forProperty: "title")
-                    self.steps = try content.value(([String]).self, forProperty: "steps")
-                    self.code = try content.value((String).self, forProperty: "code")
-                    self.note = try content.value((String?).self, forProperty: "note")
+                    self.title = try content.value(Plan._Generable_title.self, forProperty: "title")
+                    self.steps = try content.value(Plan._Generable_steps.self, forProperty: "steps")
+                    self.code = try content.value(Plan._Generable_code.self, forProperty: "code")
+                    self.note = try content.value(Plan._Generable_note?.self, forProperty: "note")
                 }
                 public var generatedContent: LMSession.GeneratedContent {
                     LMSession.GeneratedContent(properties: ["title": self.title, "steps": self.steps, "code": self.code, "note": self.note])
@@ -95,16 +103,16 @@ final class GenerableMacroTests: XCTestCase {
                 /// The value while it is generated: properties not generated yet are `nil`.
                 public struct PartiallyGenerated: Sendable, Identifiable, LMSession.ConvertibleFromGeneratedContent {
                     public var id: LMSession.GenerationID
-                    public var title: (String).PartiallyGenerated?
-                    public var steps: ([String]).PartiallyGenerated?
-                    public var code: (String).PartiallyGenerated?
-                    public var note: (String).PartiallyGenerated?
+                    public var title: Plan._Generable_title.PartiallyGenerated?
+                    public var steps: Plan._Generable_steps.PartiallyGenerated?
+                    public var code: Plan._Generable_code.PartiallyGenerated?
+                    public var note: Plan._Generable_note.PartiallyGenerated?
                     public init(_ content: LMSession.GeneratedContent) throws {
                         self.id = content.id ?? LMSession.GenerationID()
-                        self.title = try content.value((String).PartiallyGenerated?.self, forProperty: "title")
-                        self.steps = try content.value(([String]).PartiallyGenerated?.self, forProperty: "steps")
-                        self.code = try content.value((String).PartiallyGenerated?.self, forProperty: "code")
-                        self.note = try content.value((String).PartiallyGenerated?.self, forProperty: "note")
+                        self.title = try content.value(Plan._Generable_title.PartiallyGenerated?.self, forProperty: "title")
+                        self.steps = try content.value(Plan._Generable_steps.PartiallyGenerated?.self, forProperty: "steps")
+                        self.code = try content.value(Plan._Generable_code.PartiallyGenerated?.self, forProperty: "code")
+                        self.note = try content.value(Plan._Generable_note.PartiallyGenerated?.self, forProperty: "note")
                     }
                 }
             }
@@ -128,15 +136,23 @@ final class GenerableMacroTests: XCTestCase {
             enum E {
                 case a(Int, x: String?), b
                 case c(Int, Int)
+
+                typealias _Generable_a_value = Int
+
+                typealias _Generable_a_x = String
+
+                typealias _Generable_c_value = Int
+
+                typealias _Generable_c_value1 = Int
             }
 
             extension E: LMSession.Generable {
                 static var generationSchema: LMSession.GenerationSchema {
                     let name = String(describing: Self.self)
                     let choice = LMSession.DynamicGenerationSchema(name: name, description: nil, anyOf: [
-                            LMSession.DynamicGenerationSchema(name: name + ".DiscriminatedA", description: nil, properties: [LMSession.DynamicGenerationSchema.Property(name: "type", schema: LMSession.DynamicGenerationSchema(name: name + ".DiscriminatedA", anyOf: ["a"])), LMSession.DynamicGenerationSchema.Property(name: "value", schema: LMSession.DynamicGenerationSchema(type: (Int).self), isOptional: false), LMSession.DynamicGenerationSchema.Property(name: "x", schema: LMSession.DynamicGenerationSchema(type: (String).self), isOptional: true)]),
+                            LMSession.DynamicGenerationSchema(name: name + ".DiscriminatedA", description: nil, properties: [LMSession.DynamicGenerationSchema.Property(name: "type", schema: LMSession.DynamicGenerationSchema(name: name + ".DiscriminatedA", anyOf: ["a"])), LMSession.DynamicGenerationSchema.Property(name: "value", schema: LMSession.DynamicGenerationSchema(type: E._Generable_a_value.self), isOptional: false), LMSession.DynamicGenerationSchema.Property(name: "x", schema: LMSession.DynamicGenerationSchema(type: E._Generable_a_x.self), isOptional: true)]),
                             LMSession.DynamicGenerationSchema(name: name + ".DiscriminatedB", description: nil, properties: [LMSession.DynamicGenerationSchema.Property(name: "type", schema: LMSession.DynamicGenerationSchema(name: name + ".DiscriminatedB", anyOf: ["b"]))]),
-                            LMSession.DynamicGenerationSchema(name: name + ".DiscriminatedC", description: nil, properties: [LMSession.DynamicGenerationSchema.Property(name: "type", schema: LMSession.DynamicGenerationSchema(name: name + ".DiscriminatedC", anyOf: ["c"])), LMSession.DynamicGenerationSchema.Property(name: "value", schema: LMSession.DynamicGenerationSchema(type: (Int).self), isOptional: false), LMSession.DynamicGenerationSchema.Property(name: "value1", schema: LMSession.DynamicGenerationSchema(type: (Int).self), isOptional: false)])
+                            LMSession.DynamicGenerationSchema(name: name + ".DiscriminatedC", description: nil, properties: [LMSession.DynamicGenerationSchema.Property(name: "type", schema: LMSession.DynamicGenerationSchema(name: name + ".DiscriminatedC", anyOf: ["c"])), LMSession.DynamicGenerationSchema.Property(name: "value", schema: LMSession.DynamicGenerationSchema(type: E._Generable_c_value.self), isOptional: false), LMSession.DynamicGenerationSchema.Property(name: "value1", schema: LMSession.DynamicGenerationSchema(type: E._Generable_c_value1.self), isOptional: false)])
                     ])
                     return (try? LMSession.GenerationSchema(root: choice, dependencies: [])) ?? LMSession.GenerationSchema(type: Self.self, anyOf: [String]())
                 }
@@ -144,11 +160,11 @@ final class GenerableMacroTests: XCTestCase {
                     let type = try content.value(String.self, forProperty: "type")
                     switch type {
                     case "a":
-                        self = .a(try content.value((Int).self, forProperty: "value"), x: try content.value((String?).self, forProperty: "x"))
+                        self = .a(try content.value(E._Generable_a_value.self, forProperty: "value"), x: try content.value(E._Generable_a_x?.self, forProperty: "x"))
                     case "b":
                         self = .b
                     case "c":
-                        self = .c(try content.value((Int).self, forProperty: "value"), try content.value((Int).self, forProperty: "value1"))
+                        self = .c(try content.value(E._Generable_c_value.self, forProperty: "value"), try content.value(E._Generable_c_value1.self, forProperty: "value1"))
                     default:
                         throw LMSession.GeneratedContentError.typeMismatch(expected: "one of a, b, c", found: type)
                     }

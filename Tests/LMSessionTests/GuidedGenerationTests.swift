@@ -41,7 +41,36 @@ struct Ticket {
     let done: Bool
 }
 
+/// Types in a namespace that name each other, one of them as a top-level type of this module is
+/// named too: the generated conformances mean the types the declarations mean.
+enum Drills {
+    @Generable struct Recommendation { let drill: String }   // not the top-level `Recommendation`
+    @Generable struct Plan {
+        @Guide(description: "One or two drills", .count(1...2))
+        let recommendations: [Recommendation]
+        let backup: Recommendation?
+        let firstStep: Step
+    }
+    @Generable enum Step { case drill(Recommendation), rest(minutes: Int?) }
+}
+
 @Suite struct GuidedGenerationTests {
+    @Test func generable_nestedTypesNameTheirSiblingsNotTheModulesTypes() async throws {
+        let json = #"{"recommendations":[{"drill":"serve"}],"backup":null,"firstStep":{"type":"drill","value":{"drill":"volley"}}}"#
+        let plan = try Drills.Plan(GeneratedContent(json: json))
+        #expect(plan.recommendations.map(\.drill) == ["serve"] && plan.backup == nil)
+        guard case let .drill(first) = plan.firstStep else { Issue.record("\(plan.firstStep)"); return }
+        #expect(first.drill == "volley")
+        #expect(try Drills.Plan(plan.generatedContent).generatedContent == plan.generatedContent)
+        let partial = try Drills.Plan.PartiallyGenerated(GeneratedContent(json: #"{"backup":{"drill":"lob"}}"#))
+        #expect(partial.backup?.drill == "lob" && partial.recommendations == nil)
+        // Guided generation follows the nested types' schemas.
+        let session = LanguageModelSession(model: tinyModel, instructions: "You are a coach.")
+        let generated = try await session.respond(to: "Plan a session.", generating: Drills.Plan.self,
+                                                  options: GenerationOptions(maximumResponseTokens: 120)).content
+        #expect((1 ... 2).contains(generated.recommendations.count))
+    }
+
     @Test func respondGenerating_seedExample_decodesAValidInstance() async throws {
         let session = LanguageModelSession(model: tinyModel, instructions: "You are a coach.")
         let prompt = "Summarize my week."

@@ -5,6 +5,7 @@
 /// form are written for you.
 @attached(extension, conformances: Generable, names: named(init(_:)), named(generatedContent), named(generationSchema),
           named(PartiallyGenerated))
+@attached(member, names: arbitrary)
 public macro Generable(description: String? = nil) = #externalMacro(module: "LMSessionMacros", type: "GenerableMacro")
 
 /// Describes a property of a ``Generable(description:)`` type for the model.
