@@ -7,8 +7,9 @@ import Testing
 // README's Swift examples, compiled: each ```swift block of README.md appears in this file line by
 // line (in order, indentation and `import` lines aside), with the declarations it leaves to the
 // reader (`url`, `app`, `session`, ...), in a module of its own so its type names are README's. The
-// examples are compiled, not run: a change to the API that breaks one breaks this target's build,
-// and `readme_everySwiftExampleIsCompiledHere()` fails when README's text and this file drift apart.
+// examples are compiled: a change to the API that breaks one breaks this target's build, and
+// `readme_everySwiftExampleIsCompiledHere()` fails when README's text and this file drift apart.
+// The session example is also run, and the numbers its comments give are checked.
 
 // Block 1: the runtime.
 func runtime() throws {
