@@ -158,18 +158,32 @@ public struct Tokenizer: Sendable {
     public func encode(_ text: String, bos: Bool = true, eos: Bool = false) -> [Int] {
         var out = bos ? sequenceStart : []
         if let byteLevel { out += encodeWords(text, byteLevel) } else {
-            out += merge(scalarPieces(text)) { a, b in merges[Self.pair(a, b)].map { (scores[Int($0)], Int($0)) } }
+            out += mergeByScore(scalarPieces(text))
         }
         if eos { out.append(eosToken) }
         return out
     }
 
-    /// llama2.c's starting pieces: a dummy-prefix space, then one piece per scalar (its UTF-8
-    /// bytes' pieces where the scalar has none).
-    private func scalarPieces(_ text: String) -> [Int] {
+    /// Tokenizes `text` that continues text before it: as ``encode(_:bos:eos:)`` without BOS, and
+    /// in llama2.c's layout without the dummy-prefix space (which SentencePiece writes once, where
+    /// a text starts). For chat markers that follow a message within one template string, e.g.
+    /// Llama 2's `\n<</SYS>>\n\n`.
+    package func encode(continuing text: String) -> [Int] {
+        guard let byteLevel else { return mergeByScore(scalarPieces(text, prefixSpace: false)) }
+        return encodeWords(text, byteLevel)
+    }
+
+    /// llama2.c's merge loop over starting pieces: the best-scored pair first.
+    private func mergeByScore(_ symbols: [Int]) -> [Int] {
+        merge(symbols) { a, b in merges[Self.pair(a, b)].map { (scores[Int($0)], Int($0)) } }
+    }
+
+    /// llama2.c's starting pieces: a dummy-prefix space (unless `prefixSpace` is false), then one
+    /// piece per scalar (its UTF-8 bytes' pieces where the scalar has none).
+    private func scalarPieces(_ text: String, prefixSpace: Bool = true) -> [Int] {
         var symbols: [Int] = []
         symbols.reserveCapacity(text.utf8.count + 1)
-        if !text.isEmpty, let space = ids[[0x20]] { symbols.append(space) }
+        if prefixSpace, !text.isEmpty, let space = ids[[0x20]] { symbols.append(space) }
         let bytes = Array(text.utf8)
         var i = 0
         while i < bytes.count {   // one piece per scalar: a lead byte and its continuation bytes

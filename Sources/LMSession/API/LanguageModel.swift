@@ -25,10 +25,11 @@ extension LanguageModel {
     /// How many tokens `text` takes (without BOS), as a prompt segment would.
     public func tokenCount(for text: String) throws -> Int { try renderer().text(text).count }
 
-    /// How many tokens a prompt takes where a session renders it: `<|user|> text <|end|>`.
+    /// How many tokens a prompt takes where a session renders it: `<|user|> text <|end|>`, with the
+    /// vocabulary's own turn markers.
     public func tokenCount(for prompt: Prompt) async throws -> Int {
         let renderer = try renderer()
-        return renderer.user.count + renderer.text(prompt.text).count + 1
+        return renderer.user.count + renderer.text(prompt.text).count + renderer.userClose.count
     }
 
     /// How many tokens instructions take as the first segment of a request: `BOS <|system|> text <|end|>`.

@@ -80,7 +80,7 @@ extension LanguageModelSession {
         let engine = try engine()
         let plan = try await plan(nil, runHooks: false, renderer: engine.renderer, header: false)
         var rendered = plan.rendered
-        if let prefix { rendered.append(engine.renderer.renderPromptPrefix(prefix.text), as: .prompt) }
+        if let prefix { engine.renderer.renderPromptPrefix(prefix.text, into: &rendered) }
         guard rendered.tokens.count <= engine.contextSize else { return }
         let switched = await engine.switchProfile(to: plan.profile.identity)
         let result = try await engine.prefill(rendered, profileSwitched: switched)

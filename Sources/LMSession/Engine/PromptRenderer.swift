@@ -7,6 +7,10 @@ struct RenderedPrompt: Sendable, Equatable {
     var tokens: [Int] = []
     /// Consecutive spans covering `tokens`, each with its segment.
     var spans: [(range: Range<Int>, segment: InvalidationReport.Segment)] = []
+    /// Where the instructions run into the segment after them (the `[INST]` formats): what that
+    /// segment opens with instead of its marker when it is a user turn, and what it writes before
+    /// its marker otherwise. `nil` once a segment has taken it, and in every other format.
+    var carry: (user: [Int], other: [Int])?
 
     static func == (a: RenderedPrompt, b: RenderedPrompt) -> Bool {
         a.tokens == b.tokens && a.spans.map(\.range) == b.spans.map(\.range)
@@ -68,6 +72,13 @@ struct RenderedPrompt: Sendable, Equatable {
 /// `<tool_response>` and `</tool_response>`. A Llama 3 vocabulary with `<|python_tag|>` and
 /// `<|eom_id|>` control tokens (Llama 3.1 and later) calls `<|python_tag|>{"name":…,"parameters":…}<|eom_id|>`
 /// (``CallFormat/pythonTag``), its output an `ipython` turn.
+///
+/// A vocabulary with none of those, in llama2.c's layout, takes its turns from its GGUF chat template:
+/// `[INST]` templates (Llama 2 chat, Mistral Instruct v0.1–v0.2) render `[INST] prompt [/INST] answer</s>`,
+/// the system message inside the first `[INST]` (Llama 2's between `<<SYS>>` and `<</SYS>>`; BOS before
+/// every turn where the template writes it so); Zephyr templates (TinyLlama chat) `<|user|>\n prompt</s>\n`.
+/// Their markers are text, encoded as the template spells them; each segment keeps its own dummy-prefix
+/// space (llama.cpp writes one after every special token too). Neither calls tools.
 struct PromptRenderer: Sendable {
     /// How a tool call is written between its opening token and ``callEnd``.
     enum CallFormat: Sendable {
@@ -113,6 +124,16 @@ struct PromptRenderer: Sendable {
     /// What closes a rendered segment: `end`, then whatever the template puts between turns
     /// (ChatML's newline).
     let close: [Int]
+    /// What closes a user turn (a prompt, a tool's output, a schema): ``close``, or `[/INST]` in
+    /// the `[INST]` formats, whose assistant turn has no header.
+    let userClose: [Int]
+    /// What closes the instructions: ``close``, or in the `[INST]` formats what follows the system
+    /// message inside the first user turn (Llama 2's `\n<</SYS>>\n\n`), which stays open.
+    let systemClose: [Int]
+    /// What the instructions leave for the next segment, ``RenderedPrompt/carry``: with a system
+    /// message, the `[INST]` formats' open user turn; without one, their first turn's opening
+    /// without the BOS the instructions wrote. `nil` in every other format.
+    let systemCarry: (withMessage: (user: [Int], other: [Int]), withoutMessage: (user: [Int], other: [Int])?)?
     /// What ends a response outside a tool call (not kept in it): ``end``, the vocabulary's EOS
     /// and BOS, and Llama 3's `<|eom_id|>`, an end of message wherever it comes (as llama.cpp
     /// stops on it). The turn is then closed with ``close``, as the next request renders it.
@@ -139,6 +160,7 @@ struct PromptRenderer: Sendable {
             func role(_ name: String) -> [Int] { [open] + encode(name + "\n") }
             (system, user, assistant, tool) = (role("system"), role("user"), role("assistant"), role("tool"))
             (end, close) = (shut, [shut] + encode("\n"))
+            (userClose, systemClose, systemCarry) = (close, close, nil)
             defaultInstructions = tokenizer.chatTemplate.flatMap(Self.defaultSystemMessage(inChatMLTemplate:))
             if let opens = tokenizer.id(of: "<tool_call>"), let closes = tokenizer.id(of: "</tool_call>") {
                 calls = (opens, closes, .tagged)
@@ -148,10 +170,33 @@ struct PromptRenderer: Sendable {
             func role(_ name: String) -> [Int] { [start] + encode(name) + [stop] + encode("\n\n") }
             (system, user, assistant, tool) = (role("system"), role("user"), role("assistant"), role("ipython"))
             (end, close) = (eot, [eot])
+            (userClose, systemClose, systemCarry) = (close, close, nil)
             defaultInstructions = nil
             if let tag = control("<|python_tag|>"), let endOfMessage = control("<|eom_id|>") {
                 calls = (tag, endOfMessage, .pythonTag)
             }
+        } else if tokenizer.id(of: ControlPieces.system) == nil, let template = tokenizer.chatTemplate,
+                  template.contains("[INST]"), template.contains("[/INST]") {
+            // `[INST] prompt [/INST] answer</s>`; the system message opens the first [INST].
+            let bosEachTurn = ["bos_token + '[INST]", #"bos_token + "[INST]"#].contains { template.contains($0) }
+            let opening = encode("[INST]")
+            user = (bosEachTurn ? [tokenizer.bosToken] : []) + opening
+            tool = user
+            assistant = []
+            system = template.contains("<<SYS>>") ? encode("[INST] <<SYS>>\n") : opening
+            (end, close, userClose) = (tokenizer.eosToken, [tokenizer.eosToken], encode("[/INST]"))
+            systemClose = tokenizer.encode(continuing: template.contains("<<SYS>>") ? "\n<</SYS>>\n\n" : "\n\n")
+            systemCarry = (([], userClose), bosEachTurn ? (opening, []) : nil)
+            defaultInstructions = nil
+        } else if tokenizer.id(of: ControlPieces.system) == nil, let template = tokenizer.chatTemplate,
+                  template.contains("<|user|>"), template.contains("<|assistant|>"), template.contains("eos_token") {
+            // Zephyr: `<|user|>\n text</s>\n`, the markers as text.
+            func role(_ name: String) -> [Int] { tokenizer.encode(continuing: "<|\(name)|>\n") }
+            (system, user, assistant) = (encode("<|system|>\n"), role("user"), role("assistant"))
+            tool = user
+            (end, close) = (tokenizer.eosToken, [tokenizer.eosToken] + encode("\n"))
+            (userClose, systemClose, systemCarry) = (close, close, nil)
+            defaultInstructions = nil
         } else {
             func marker(_ piece: String, fallback: String) -> [Int] { tokenizer.id(of: piece).map { [$0] } ?? encode(fallback) }
             system = marker(ControlPieces.system, fallback: "System:")
@@ -160,6 +205,7 @@ struct PromptRenderer: Sendable {
             tool = marker(ControlPieces.tool, fallback: "Tool:")
             end = tokenizer.id(of: ControlPieces.end) ?? tokenizer.eosToken
             close = [end]
+            (userClose, systemClose, systemCarry) = (close, close, nil)
             defaultInstructions = nil
         }
         (toolCall, callEnd, callFormat) = (calls.open, calls.close ?? end, calls.format)
@@ -179,9 +225,15 @@ struct PromptRenderer: Sendable {
         }
         var prefix = tokenizer.sequenceStart + system
         var textIndex = 0, toolIndex = 0
+        if components.isEmpty, let carry = systemCarry {   // no system message: the sequence's start only
+            out.append(tokenizer.sequenceStart, as: .instructions(index: 0))
+            out.carry = carry.withoutMessage
+            return
+        }
         if components.isEmpty { out.append(prefix + close, as: .instructions(index: 0)) }
+        out.carry = systemCarry?.withMessage
         for (i, component) in components.enumerated() {
-            let suffix = i == components.count - 1 ? close : []
+            let suffix = i == components.count - 1 ? systemClose : []
             switch component {
             case let .text(t):
                 out.append(prefix + text(t) + suffix, as: .instructions(index: textIndex))
@@ -199,21 +251,21 @@ struct PromptRenderer: Sendable {
         let segment = InvalidationReport.Segment.transcriptEntry(index: index, kind: entry.kind)
         switch entry {
         case let .instructions(i):
-            out.append(text(i.texts.joined(separator: "\n")), as: segment)
+            out.append(opening([], userTurn: false, &out) + text(i.texts.joined(separator: "\n")), as: segment)
         case let .prompt(p):
-            out.append(user + text(p.text) + close + schemaTokens(p.responseFormat), as: segment)
+            out.append(opening(user, userTurn: true, &out) + text(p.text) + userClose + schemaTokens(p.responseFormat), as: segment)
         case let .response(r):
             // The tokens it was generated as; a response known only by its text, or whose ids
             // another tokenizer wrote or are not all in this vocabulary, renders the text.
-            out.append(assistant + (usable(r.tokenIDs, assetIDs: r.assetIDs) ?? text(r.text)) + close, as: segment)
+            out.append(opening(assistant, userTurn: false, &out) + (usable(r.tokenIDs, assetIDs: r.assetIDs) ?? text(r.text)) + close, as: segment)
         case let .toolCalls(calls):
             // A plain call's `<|end|>` and Llama 3's `<|eom_id|>` end the message too; a tagged
             // call is followed by the turn's close.
-            out.append(assistant + calls.tokenIDs(self) + (callFormat == .tagged ? close : []), as: segment)
+            out.append(opening(assistant, userTurn: false, &out) + calls.tokenIDs(self) + (callFormat == .tagged ? close : []), as: segment)
         case let .toolOutput(o):
             switch callFormat {
-            case .plain, .pythonTag: out.append(tool + text(o.text) + close, as: segment)
-            case .tagged: out.append(user + text("<tool_response>\n" + o.text + "\n</tool_response>") + close, as: segment)
+            case .plain, .pythonTag: out.append(opening(tool, userTurn: tool == user, &out) + text(o.text) + userClose, as: segment)
+            case .tagged: out.append(opening(user, userTurn: true, &out) + text("<tool_response>\n" + o.text + "\n</tool_response>") + userClose, as: segment)
             }
         case .reasoning:
             out.append([], as: segment)   // kept in the record, not shown to the model
@@ -229,14 +281,23 @@ struct PromptRenderer: Sendable {
         renderInstructions(components, into: &out)
         for (i, entry) in history.enumerated() { renderEntry(entry, index: i, into: &out) }
         if let prompt {
-            out.append(user + text(prompt.text) + close, as: .prompt)
+            out.append(opening(user, userTurn: true, &out) + text(prompt.text) + userClose, as: .prompt)
             if let format = prompt.responseFormat, format.isIncludedInPrompt {
                 out.append(schemaTokens(format), as: .responseSchema(name: format.name))
             }
         }
         for (i, entry) in added.enumerated() { renderEntry(entry, index: history.count + 1 + i, into: &out) }
-        if header { out.append(assistant, as: .responseHeader) }
+        if header { out.append(opening(assistant, userTurn: false, &out), as: .responseHeader) }
         return out
+    }
+
+    /// `marker`, or what replaces it where the instructions ran into this segment
+    /// (``RenderedPrompt/carry``, which this takes): the open turn's continuation for a user turn,
+    /// its close and then `marker` for any other.
+    private func opening(_ marker: [Int], userTurn: Bool, _ out: inout RenderedPrompt) -> [Int] {
+        guard let carry = out.carry else { return marker }
+        out.carry = nil
+        return userTurn ? carry.user : carry.other + marker
     }
 
     /// The schema segment that follows a guided-generation prompt: `<|system|> Respond with
@@ -248,15 +309,18 @@ struct PromptRenderer: Sendable {
     /// `includeSchemaInPrompt: false` and pay nothing per request.
     func schemaTokens(_ format: Transcript.ResponseFormat?) -> [Int] {
         guard let format, format.isIncludedInPrompt else { return [] }
-        return system + text(Self.describe(format)) + close
+        // The `[INST]` formats have no system turn but the first: theirs is a user turn.
+        return systemCarry == nil ? system + text(Self.describe(format)) + close : user + text(Self.describe(format)) + userClose
     }
 
     static func describe(_ format: Transcript.ResponseFormat) -> String {
         "Respond with JSON for \(format.name): \(SchemaText.render(format.schema.root))"
     }
 
-    /// The tokens a prompt prefix renders to (no closing marker), for prewarming.
-    func renderPromptPrefix(_ prefix: String) -> [Int] { user + text(prefix) }
+    /// A prompt prefix (no closing marker), for prewarming, after `out`.
+    func renderPromptPrefix(_ prefix: String, into out: inout RenderedPrompt) {
+        out.append(opening(user, userTurn: true, &out) + text(prefix), as: .prompt)
+    }
 
     /// A tool as the model reads it: a line of text, or for JSON calls a line of JSON (the
     /// `first` tool's after a sentence on how to call), each tool its own segment, so a tool that
