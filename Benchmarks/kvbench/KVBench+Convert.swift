@@ -56,6 +56,9 @@ extension KVBench {
                 if tokenizerOutput != nil, tokenizer.isByteLevel {   // refused before anything is written
                     throw ValidationError("\(options.gguf ?? "the model")'s vocabulary is byte-level BPE; llama2.c's tokenizer.bin cannot hold its merges, so --tokenizer-output is refused.")
                 }
+                if tokenizerOutput != nil, !tokenizer.fitsTokenizerBin {
+                    throw ValidationError("\(options.gguf ?? "the model")'s vocabulary has control tokens or byte pieces where llama2.c's layout has none; its tokenizer.bin could not keep them, so --tokenizer-output is refused.")
+                }
                 let data = try weights.checkpointData()
                 try data.write(to: url, options: .atomic)
                 print("wrote \(output): llama2.c checkpoint, \(data.count) bytes")

@@ -45,6 +45,18 @@ struct ConvertCommandTests {
         #expect(!FileManager.default.fileExists(atPath: bin.path) && !FileManager.default.fileExists(atPath: tok.path))
     }
 
+    @Test func convert_aVocabularyWithControlTokensIsNeverWrittenAsATokenizerBin() throws {
+        let vocabulary = try Tokenizer(ggufAt: Fixtures.mistralV3Vocabulary)
+        let gguf = Fixtures.temporaryFile("mistral-v3.gguf"), bin = Fixtures.temporaryFile("mistral-v3.bin"), tok = Fixtures.temporaryFile("mistral-v3-tok.bin")
+        defer { for url in [gguf, bin, tok] { try? FileManager.default.removeItem(at: url) } }
+        try Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: vocabulary.vocabSize, contextLength: 64)).ggufData(tokenizer: vocabulary).write(to: gguf)
+        #expect(try !generate(["--gguf", gguf.path]).isEmpty)
+        // Read back from a tokenizer.bin, its byte pieces would be taken from 3 and `[INST]` as text.
+        let back = try KVBenchTests.run(["convert", "--gguf", gguf.path, "--output", bin.path, "--tokenizer-output", tok.path])
+        #expect(back.status != 0 && back.stderr.contains("control tokens or byte pieces"), "\(back.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: bin.path) && !FileManager.default.fileExists(atPath: tok.path))
+    }
+
     @Test func convert_q8_0IsSmallerAndStillRuns() throws {
         let f32 = Fixtures.temporaryFile("tiny-f32.gguf"), q8 = Fixtures.temporaryFile("tiny-q8.gguf")
         defer { for url in [f32, q8] { try? FileManager.default.removeItem(at: url) } }

@@ -316,6 +316,48 @@ struct GGUFTests {
         do { _ = try Tokenizer(gguf: GGUFFile(data: file.data())) } catch { #expect("\(error)".contains("tokenizer.chat_template")) }
     }
 
+    /// Mistral's v3 vocabularies put control tokens (`[INST]`, the tool tokens, `[control_N]`)
+    /// between EOS and the byte pieces: they are read as control tokens, byte fallback takes the
+    /// pieces where they stand, and text encodes as llama2.c's loop does over the same pieces.
+    @Test func tokenizer_readsAMistralV3LayoutWithControlTokensBeforeTheBytePieces() throws {
+        let mistral = try Tokenizer(ggufAt: Fixtures.mistralV3Vocabulary)
+        let bundled = Fixtures.bundledTokenizer
+        let shift = mistral.vocabSize - bundled.vocabSize
+        #expect(shift == 15 && mistral.byteTokenBase == 18 && bundled.byteTokenBase == Tokenizer.byteOffset)
+        for piece in ["[INST]", "[/INST]", "[TOOL_CALLS]", "[/TOOL_RESULTS]", "[control_15]", "[control_21]"] {
+            #expect(mistral.id(of: piece).map(mistral.controlTokens.contains) == true, "\(piece)")
+        }
+        #expect(mistral.controlTokens.count == 3 + 15 + ControlPieces.all.count)
+        #expect(!mistral.fitsTokenizerBin && bundled.fitsTokenizerBin)
+        #expect(mistral.chatTemplate?.contains("[INST]") == true)
+        for text in Fixtures.trickyTexts + [Fixtures.heldOutEnglish, "🙂 [INST] x [/INST]"] {
+            let ids = mistral.encode(text)
+            #expect(ids == bundled.encode(text).map { $0 < 3 ? $0 : $0 + shift }, "\(text)")
+            #expect(ids == referenceEncode(text, with: mistral))
+            #expect(mistral.decode(ids) == bundled.decode(bundled.encode(text)))
+            #expect(!ids.dropFirst().contains(where: mistral.controlTokens.contains))
+        }
+        // An emoji the vocabulary has no piece for: its four bytes' pieces, from `<0x00>` at 18.
+        #expect(mistral.encode("🙂", bos: false).suffix(4) == Array("🙂".utf8).map { 18 + Int($0) })
+        // Written into a model file and read back: the same vocabulary, control tokens and template.
+        let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: mistral.vocabSize))
+        let back = try Tokenizer(gguf: GGUFFile(data: weights.ggufData(tokenizer: mistral)))
+        #expect(back.identity == mistral.identity && back.controlTokens == mistral.controlTokens && back.chatTemplate == mistral.chatTemplate)
+        #expect(back.encode(Fixtures.heldOutEnglish) == mistral.encode(Fixtures.heldOutEnglish))
+        // The bundled vocabulary through a GGUF file still fits llama2.c's tokenizer.bin.
+        let bundledBack = try Tokenizer(gguf: GGUFFile(data: Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: bundled.vocabSize)).ggufData(tokenizer: bundled)))
+        #expect(bundledBack.fitsTokenizerBin)
+        // Byte pieces must still run `<0x00>` ... `<0xFF>` in order wherever they start.
+        var file = HandGGUF()
+        file.string("tokenizer.ggml.model", "llama")
+        var tokens = ["<unk>", "<s>", "</s>", "[INST]"] + (0 ..< 256).map { String(format: "<0x%02X>", $0) }
+        tokens.swapAt(4 + 0x41, 4 + 0x42)
+        file.strings("tokenizer.ggml.tokens", tokens)
+        do { _ = try Tokenizer(gguf: GGUFFile(data: file.data())); Issue.record("accepted byte pieces out of order") } catch {
+            #expect("\(error)".contains("token \(4 + 0x41) should be the byte piece <0x41>"), "\(error)")
+        }
+    }
+
     @Test func ggufFile_parsedOnceGivesTheWeightsAndTheVocabularyTheFileDoes() throws {
         let tokenizer = Fixtures.bundledTokenizer
         let url = Fixtures.temporaryFile("parsed-once.gguf")

@@ -27,9 +27,13 @@ struct InstructTemplateTests {
         {% if loop.last and add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}{% endfor %}
         """
 
+    /// Stands for the Mistral v3 layout fixture (`[INST]` and `[/INST]` control tokens) and its own template.
+    static let mistralV3 = "the Mistral v3 layout fixture"
+
     /// The bundled vocabulary without its chat control pieces (renamed to pieces no text spells),
-    /// as a Llama 2 vocabulary has none, with `template`.
+    /// as a Llama 2 vocabulary has none, with `template`; or the ``mistralV3`` fixture.
     static func vocabulary(_ template: String?) -> Tokenizer {
+        if template == mistralV3 { return try! Tokenizer(ggufAt: Fixtures.mistralV3Vocabulary) }
         let bundled = Fixtures.bundledTokenizer
         let renamed = Set(ControlPieces.all.compactMap(bundled.id(of:)))
         let pieces = bundled.pieces.enumerated().map { id, piece in renamed.contains(id) ? Array("\u{1}unused\(id)\u{1}".utf8) : piece }
@@ -86,6 +90,17 @@ struct InstructTemplateTests {
             == "<s> [INST] Be brief. Use metric units.\n\n Hi [/INST] Hello</s> [INST] Next [/INST]")
     }
 
+    @Test func render_mistralV3MarksTurnsWithItsControlTokens() {
+        #expect(Self.rendered(Self.mistralV3, instructions: ["Be brief."]) == "<s>[INST] Be brief.\n\n Hi[/INST] Hello</s>[INST] Next[/INST]")
+        let vocabulary = Self.vocabulary(Self.mistralV3)
+        let renderer = PromptRenderer(tokenizer: vocabulary)
+        #expect(renderer.user == [vocabulary.id(of: "[INST]")!] && renderer.userClose == [vocabulary.id(of: "[/INST]")!])
+        // The control tokens mark turns whatever the template says.
+        var untemplated = vocabulary
+        untemplated.chatTemplate = nil
+        #expect(PromptRenderer(tokenizer: untemplated).user == renderer.user)
+    }
+
     @Test func render_zephyrWritesItsRolesAsText() {
         #expect(Self.rendered(Self.zephyr, instructions: ["Be brief."])
             == "<s> <|system|>\n Be brief.</s> \n<|user|>\n Hi</s> \n<|assistant|>\n Hello</s> \n<|user|>\n Next</s> \n<|assistant|>\n")
@@ -111,7 +126,7 @@ struct InstructTemplateTests {
         #expect(byteLevel.encode(continuing: "Hello there") == byteLevel.encode("Hello there", bos: false))
     }
 
-    @Test(arguments: [llama2, mistral, zephyr])
+    @Test(arguments: [llama2, mistral, zephyr, mistralV3])
     func respond_turnsInATemplatesFormatReuseTheWholeCache(template: String) async throws {
         let model = Self.model(template)
         let session = LanguageModelSession(model: model, instructions: "Answer briefly.")

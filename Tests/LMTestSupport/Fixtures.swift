@@ -64,6 +64,11 @@ extension Fixtures {
     /// `<|eom_id|>` as control tokens, the `llama-bpe` pre-tokenizer, BOS added.
     public static let pythonTagVocabulary = packageRoot.appendingPathComponent("Tests/Fixtures/byte-level-bpe/llama3-tool-tags.gguf")
 
+    /// The bundled vocabulary laid out as Mistral's v3 vocabularies are (`[INST]`, `[/INST]`, the tool
+    /// tokens and `[control_N]` as control tokens between EOS and the byte pieces, which start at 18),
+    /// with a chat template in Mistral's form; a vocabulary-only GGUF (`Scripts/make-mistral-v3-fixture.py`).
+    public static let mistralV3Vocabulary = packageRoot.appendingPathComponent("Tests/Fixtures/sentencepiece/mistral-v3-layout.gguf")
+
     /// The bundled `Models/` folder of this checkout.
     public static var bundledCatalog: ModelCatalog { ModelCatalog(directory: packageRoot.appendingPathComponent("Models")) }
 

@@ -17,7 +17,7 @@ public func referenceEncode(_ text: String, with tokenizer: Tokenizer) -> [Int] 
         if let id = lookup[codepoint] {
             tokens.append(id)
         } else {
-            tokens += codepoint.map { Int($0) + Tokenizer.byteOffset }
+            tokens += codepoint.map { Int($0) + tokenizer.byteTokenBase }
         }
         i = end
     }

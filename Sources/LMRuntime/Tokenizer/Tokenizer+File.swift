@@ -59,8 +59,10 @@ extension Tokenizer {
 
     /// The tokenizer in `tokenizer.bin` format.
     ///
-    /// Only llama2.c's layout survives the trip: a byte-level vocabulary's merges are ranked by pair,
-    /// which the format has no place for (``isByteLevel``; `kvbench convert` refuses to write one).
+    /// Only llama2.c's layout survives the trip (``fitsTokenizerBin``): a byte-level vocabulary's merges
+    /// are ranked by pair, and control tokens and byte pieces elsewhere than at ``byteOffset`` are read
+    /// back as llama2.c's, which the format has no place to say otherwise (`kvbench convert` refuses
+    /// to write either).
     public func serialized() -> Data {
         var data = Data()
         func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }

@@ -47,19 +47,22 @@ extension Tokenizer {
                 scores[i] = Float(score)
             }
         }
-        _ = try Self.tokenTypes(file, count: pieces.count)
+        let types = try Self.tokenTypes(file, count: pieces.count)
         for (key, expected) in [("tokenizer.ggml.unknown_token_id", Self.unknown), ("tokenizer.ggml.bos_token_id", Self.bos),
                                 ("tokenizer.ggml.eos_token_id", Self.eos)] where file.metadata[key] != nil {
             let id = try file.integer(key)
             guard id == expected else { throw .unsupportedVocabulary("\(key) is \(id); this tokenizer needs \(expected)") }
         }
-        guard pieces.count > Self.byteOffset + 255 else {
-            throw .unsupportedVocabulary("\(pieces.count) tokens; the special and byte-fallback tokens need \(Self.byteOffset + 256)")
+        // The 256 byte pieces in order, from `<0x00>` (at 3 in llama2.c's layout, after Mistral v3's control tokens at 771).
+        let base = pieces.firstIndex { Self.byteValue($0[...]) == 0 } ?? Self.byteOffset
+        guard pieces.count >= base + 256 else {
+            throw .unsupportedVocabulary("\(pieces.count) tokens; the special and byte-fallback tokens need \(base + 256)")
         }
-        for byte in 0 ..< 256 where Self.byteValue(pieces[Self.byteOffset + byte][...]) != UInt8(byte) {
-            throw .unsupportedVocabulary("token \(Self.byteOffset + byte) should be the byte piece <0x\(String(format: "%02X", byte))>")
+        for byte in 0 ..< 256 where Self.byteValue(pieces[base + byte][...]) != UInt8(byte) {
+            throw .unsupportedVocabulary("token \(base + byte) should be the byte piece <0x\(String(format: "%02X", byte))>")
         }
-        self.init(pieces: pieces, scores: scores)
+        let control = types.map { types in Set(types.indices.filter { types[$0] == 3 }) } ?? []
+        self.init(pieces: pieces, scores: scores, byteTokenBase: base, controlTokens: control)
     }
 
     /// `tokenizer.ggml.tokens`, every entry a string.
@@ -105,12 +108,12 @@ extension Tokenizer {
 
     /// The `tokenizer.ggml.*` metadata of a vocabulary in llama2.c's layout.
     private func sentencePieceMetadata() -> [(String, GGUFValue)] {
-        let control = Set(ControlPieces.all.compactMap(id(of:)) + [Self.bos, Self.eos])
+        let control = controlTokens.union(ControlPieces.all.compactMap(id(of:)))
         let types = pieces.indices.map { id -> GGUFValue in
             // SentencePiece token types: 1 normal, 2 unknown, 3 control, 6 byte.
             if id == Self.unknown { return .int32(2) }
             if control.contains(id) { return .int32(3) }
-            if (Self.byteOffset ..< Self.byteOffset + 256).contains(id), Self.byteValue(pieces[id][...]) != nil { return .int32(6) }
+            if (byteTokenBase ..< byteTokenBase + 256).contains(id), Self.byteValue(pieces[id][...]) != nil { return .int32(6) }
             return .int32(1)
         }
         let text = pieces.map { GGUFValue.string(String(decoding: $0, as: UTF8.self).replacingOccurrences(of: " ", with: Self.sentencePieceSpace)) }

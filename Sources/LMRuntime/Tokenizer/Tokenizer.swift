@@ -57,6 +57,10 @@ public struct Tokenizer: Sendable {
     public var chatTemplate: String?
     /// The pre-tokenizer, ranked merges and stored form of a byte-level vocabulary; `nil` in llama2.c's layout.
     let byteLevel: ByteLevelBPE?
+    /// The id of the byte-fallback piece `<0x00>` (``byteOffset`` in llama2.c's layout; Mistral's
+    /// v3 vocabularies put 768 control tokens before their byte pieces); text without a piece of
+    /// its own encodes byte `b` as `byteTokenBase + b`. 0 in a byte-level vocabulary.
+    public let byteTokenBase: Int
     private let ids: [[UInt8]: Int]
     /// The merges by the ids of the pair: `merges[a << 32 | b]` is `ids[pieces[a] + pieces[b]]`
     /// wherever the vocabulary holds that concatenation, so encoding looks pairs up by two
@@ -71,6 +75,14 @@ public struct Tokenizer: Sendable {
     /// Whether this is a byte-level BPE vocabulary (GGUF `gpt2`) rather than llama2.c's layout.
     public var isByteLevel: Bool { byteLevel != nil }
 
+    /// Whether llama2.c's `tokenizer.bin` holds this vocabulary whole (``serialized()``): a
+    /// SentencePiece-style one with the byte pieces at ``byteOffset`` and no control tokens but
+    /// `<unk>`, BOS, EOS and the ``ControlPieces`` (known by their names when read back).
+    public var fitsTokenizerBin: Bool {
+        byteLevel == nil && byteTokenBase == Self.byteOffset
+            && controlTokens.subtracting(ControlPieces.all.compactMap(id(of:))) == [Self.unknown, Self.bos, Self.eos]
+    }
+
     /// Ids that end a generation on their own (no chat template involved): BOS in llama2.c's
     /// layout, as llama2.c's run loop stops; EOS and BOS in a byte-level vocabulary.
     public var stopTokens: Set<Int> { byteLevel == nil ? [Self.bos] : [eosToken, bosToken] }
@@ -81,20 +93,27 @@ public struct Tokenizer: Sendable {
     /// A tokenizer in llama2.c's layout from pieces and scores.
     /// - Precondition: `pieces.count == scores.count`.
     public init(pieces: [[UInt8]], scores: [Float]) {
+        self.init(pieces: pieces, scores: scores, byteTokenBase: Self.byteOffset, controlTokens: [])
+    }
+
+    /// A SentencePiece-style vocabulary whose byte pieces start at `byteTokenBase`, with control
+    /// tokens besides `<unk>`, BOS and EOS (a GGUF file's type-3 tokens, e.g. Mistral's `[INST]`).
+    init(pieces: [[UInt8]], scores: [Float], byteTokenBase: Int, controlTokens: Set<Int>) {
         precondition(pieces.count == scores.count, "one score per piece")
-        self.init(pieces: pieces, scores: scores, merges: Self.scoredMerges(pieces), byteLevel: nil, bosToken: Self.bos,
-                  eosToken: Self.eos, addsBOS: true, controlTokens: [Self.unknown, Self.bos, Self.eos])
+        self.init(pieces: pieces, scores: scores, merges: Self.scoredMerges(pieces), byteLevel: nil, byteTokenBase: byteTokenBase,
+                  bosToken: Self.bos, eosToken: Self.eos, addsBOS: true, controlTokens: controlTokens.union([Self.unknown, Self.bos, Self.eos]))
     }
 
     /// A byte-level vocabulary: `pieces` are the bytes each token stands for.
     init(byteLevel: ByteLevelBPE, pieces: [[UInt8]], bosToken: Int, eosToken: Int, addsBOS: Bool, controlTokens: Set<Int>) {
         self.init(pieces: pieces, scores: [Float](repeating: 0, count: pieces.count), merges: [:], byteLevel: byteLevel,
-                  bosToken: bosToken, eosToken: eosToken, addsBOS: addsBOS, controlTokens: controlTokens)
+                  byteTokenBase: 0, bosToken: bosToken, eosToken: eosToken, addsBOS: addsBOS, controlTokens: controlTokens)
     }
 
-    private init(pieces: [[UInt8]], scores: [Float], merges: [UInt64: Int32], byteLevel: ByteLevelBPE?,
+    private init(pieces: [[UInt8]], scores: [Float], merges: [UInt64: Int32], byteLevel: ByteLevelBPE?, byteTokenBase: Int,
                  bosToken: Int, eosToken: Int, addsBOS: Bool, controlTokens: Set<Int>) {
         self.pieces = pieces
+        self.byteTokenBase = byteTokenBase
         self.scores = scores
         self.merges = merges
         self.byteLevel = byteLevel
@@ -190,7 +209,7 @@ public struct Tokenizer: Sendable {
             let lead = bytes[i]
             if lead < 0x80 {
                 let id = byteIDs[Int(lead)]
-                symbols.append(id >= 0 ? Int(id) : Self.byteOffset + Int(lead))
+                symbols.append(id >= 0 ? Int(id) : byteTokenBase + Int(lead))
                 i += 1
                 continue
             }
@@ -199,7 +218,7 @@ public struct Tokenizer: Sendable {
             if let id = ids[Array(bytes[i ..< end])] {
                 symbols.append(id)
             } else {
-                symbols.append(contentsOf: bytes[i ..< end].map { Self.byteOffset + Int($0) })
+                symbols.append(contentsOf: bytes[i ..< end].map { byteTokenBase + Int($0) })
             }
             i = end
         }

@@ -74,7 +74,8 @@ struct RenderedPrompt: Sendable, Equatable {
 /// (``CallFormat/pythonTag``), its output an `ipython` turn.
 ///
 /// A vocabulary with none of those, in llama2.c's layout, takes its turns from its GGUF chat template:
-/// `[INST]` templates (Llama 2 chat, Mistral Instruct v0.1–v0.2) render `[INST] prompt [/INST] answer</s>`,
+/// `[INST]` templates (Llama 2 chat, Mistral Instruct v0.1–v0.2; and Mistral v3 vocabularies, whose
+/// `[INST]` and `[/INST]` are control tokens, whatever the template) render `[INST] prompt [/INST] answer</s>`,
 /// the system message inside the first `[INST]` (Llama 2's between `<<SYS>>` and `<</SYS>>`; BOS before
 /// every turn where the template writes it so); Zephyr templates (TinyLlama chat) `<|user|>\n prompt</s>\n`.
 /// Their markers are text, encoded as the template spells them; each segment keeps its own dummy-prefix
@@ -156,6 +157,12 @@ struct PromptRenderer: Sendable {
         /// A control token of the vocabulary (never ordinary text that happens to look like one).
         func control(_ piece: String) -> Int? { tokenizer.id(of: piece).flatMap { tokenizer.controlTokens.contains($0) ? $0 : nil } }
         var calls: (open: Int?, close: Int?, format: CallFormat) = (tokenizer.id(of: ControlPieces.toolCall), nil, .plain)
+        let template = tokenizer.chatTemplate ?? ""
+        /// `[INST]` and `[/INST]`: control tokens (Mistral v3), or text where the template writes them.
+        func instructionMarkers() -> (open: [Int], close: [Int])? {
+            if let open = control("[INST]"), let close = control("[/INST]") { return ([open], [close]) }
+            return template.contains("[INST]") && template.contains("[/INST]") ? (encode("[INST]"), encode("[/INST]")) : nil
+        }
         if tokenizer.id(of: ControlPieces.system) == nil, let open = control("<|im_start|>"), let shut = control("<|im_end|>") {
             func role(_ name: String) -> [Int] { [open] + encode(name + "\n") }
             (system, user, assistant, tool) = (role("system"), role("user"), role("assistant"), role("tool"))
@@ -175,21 +182,20 @@ struct PromptRenderer: Sendable {
             if let tag = control("<|python_tag|>"), let endOfMessage = control("<|eom_id|>") {
                 calls = (tag, endOfMessage, .pythonTag)
             }
-        } else if tokenizer.id(of: ControlPieces.system) == nil, let template = tokenizer.chatTemplate,
-                  template.contains("[INST]"), template.contains("[/INST]") {
-            // `[INST] prompt [/INST] answer</s>`; the system message opens the first [INST].
+        } else if tokenizer.id(of: ControlPieces.system) == nil, !tokenizer.isByteLevel, let markers = instructionMarkers() {
+            // `[INST] prompt [/INST] answer</s>`, the markers control tokens where the vocabulary has
+            // them (Mistral v3) and text otherwise; the system message opens the first [INST].
             let bosEachTurn = ["bos_token + '[INST]", #"bos_token + "[INST]"#].contains { template.contains($0) }
-            let opening = encode("[INST]")
+            let opening = markers.open
             user = (bosEachTurn ? [tokenizer.bosToken] : []) + opening
             tool = user
             assistant = []
-            system = template.contains("<<SYS>>") ? encode("[INST] <<SYS>>\n") : opening
-            (end, close, userClose) = (tokenizer.eosToken, [tokenizer.eosToken], encode("[/INST]"))
+            system = template.contains("<<SYS>>") ? opening + encode("<<SYS>>\n") : opening
+            (end, close, userClose) = (tokenizer.eosToken, [tokenizer.eosToken], markers.close)
             systemClose = tokenizer.encode(continuing: template.contains("<<SYS>>") ? "\n<</SYS>>\n\n" : "\n\n")
             systemCarry = (([], userClose), bosEachTurn ? (opening, []) : nil)
             defaultInstructions = nil
-        } else if tokenizer.id(of: ControlPieces.system) == nil, let template = tokenizer.chatTemplate,
-                  template.contains("<|user|>"), template.contains("<|assistant|>"), template.contains("eos_token") {
+        } else if tokenizer.id(of: ControlPieces.system) == nil, template.contains("<|user|>"), template.contains("<|assistant|>"), template.contains("eos_token") {
             // Zephyr: `<|user|>\n text</s>\n`, the markers as text.
             func role(_ name: String) -> [Int] { tokenizer.encode(continuing: "<|\(name)|>\n") }
             (system, user, assistant) = (encode("<|system|>\n"), role("user"), role("assistant"))
