@@ -141,6 +141,73 @@ struct TaggedToolCallTests {
         try await session.expectCacheExact()
     }
 
+    /// The Mistral v3 layout fixture (`[INST]`, `[TOOL_CALLS]`, `[AVAILABLE_TOOLS]`, `[TOOL_RESULTS]`
+    /// and their closes as control tokens), and a model on it.
+    static let mistral = try! Tokenizer(ggufAt: Fixtures.mistralV3Vocabulary)
+    static let mistralModel: SystemLanguageModel = {
+        let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: mistral.vocabSize, contextLength: 1024))
+        return SystemLanguageModel(try! LoadedModel(weights: weights, tokenizer: mistral, prefixStore: .memoryOnly(memoryByteLimit: 0)))
+    }()
+
+    /// Mistral v3 lists the tools in `[AVAILABLE_TOOLS]` before the first `[INST]`, calls
+    /// `[TOOL_CALLS][{"name":…,"arguments":…}]</s>` and reads the output in `[TOOL_RESULTS]`.
+    @Test func render_mistralListsToolsBeforeTheTurnsAndCallsInAList() async throws {
+        let renderer = PromptRenderer(tokenizer: Self.mistral)
+        #expect(renderer.callFormat == .toolCallsList)
+        #expect(renderer.toolCall == Self.mistral.id(of: "[TOOL_CALLS]") && renderer.callEnd == Self.mistral.eosToken)
+        func spelled(_ tokens: [Int]) -> String { InstructTemplateTests.spelled(tokens, Self.mistral) }
+        var out = RenderedPrompt()
+        renderer.renderInstructions([.text("Be brief."), .tool(WeatherTool()), .tool(CalendarTool())], into: &out)
+        let preamble = spelled(out.tokens)
+        #expect(preamble.hasPrefix(#"<s>[AVAILABLE_TOOLS] [{"type": "function", "function": {"name": "weather", "description": "Current weather for a city.", "parameters": {"#), "\(preamble)")
+        #expect(preamble.contains(#"}}}, {"type": "function", "function": {"name": "calendar""#))
+        #expect(preamble.hasSuffix(#""x-order":["day"]}}}][/AVAILABLE_TOOLS][INST] Be brief."# + "\n\n"), "\(preamble)")
+        // Each tool is its own segment, in declaration order after the list's opening; the text after them.
+        #expect(out.spans.map(\.segment) == [.toolDefinition(name: "weather"), .toolDefinition(name: "calendar"), .instructions(index: 0)])
+        // The list between the tokens is JSON: an array of the two definitions.
+        let list = preamble.dropFirst("<s>[AVAILABLE_TOOLS] ".count)
+        let listEnd = try #require(list.range(of: "[/AVAILABLE_TOOLS]"))
+        let json = String(list[..<listEnd.lowerBound])
+        let decoded = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]]
+        #expect(decoded?.count == 2)
+        // What the model says the tools cost is what they render to.
+        var bare = RenderedPrompt()
+        renderer.renderInstructions([.text("Be brief.")], into: &bare)
+        #expect(try await Self.mistralModel.tokenCount(for: [WeatherTool(), CalendarTool()] as [any Tool]) == out.tokens.count - bare.tokens.count)
+        // Tools without instructions: the list, then nothing open.
+        var toolsOnly = RenderedPrompt()
+        renderer.renderInstructions([.tool(WeatherTool())], into: &toolsOnly)
+        #expect(spelled(toolsOnly.tokens).hasSuffix("}}][/AVAILABLE_TOOLS]") && toolsOnly.carry == nil)
+
+        let call = Transcript.ToolCalls(calls: [.init(toolName: "weather", arguments: GeneratedContent(properties: ["city": "Lisbon"]))])
+        var entries = RenderedPrompt()
+        renderer.renderEntry(.toolCalls(call), index: 0, into: &entries)
+        renderer.renderEntry(.toolOutput(.init(toolName: "weather", text: "Sunny \"and\" warm")), index: 1, into: &entries)
+        #expect(spelled(entries.tokens) == #"[TOOL_CALLS] [{"name":"weather","arguments":{"city":"Lisbon"}}]</s>"#
+            + #"[TOOL_RESULTS] {"content": "Sunny \"and\" warm"}[/TOOL_RESULTS]"#)
+    }
+
+    @Test func toolCalling_aMistralCallRunsTheToolAndTheNextTurnReusesTheRound() async throws {
+        let tool = WeatherTool()
+        let session = LanguageModelSession(model: Self.mistralModel, tools: [tool], instructions: "Answer about the weather.")
+        let renderer = PromptRenderer(tokenizer: Self.mistral)
+        let call = [renderer.toolCall!] + Self.mistral.encode(#"[{"name":"weather","arguments":{"city":"Lisbon"}}]"#, bos: false) + [renderer.callEnd]
+        let answer = Self.mistral.encode("It is sunny.", bos: false) + [renderer.end]
+        session.steer(call: call, then: answer)
+        let response = try await session.respond(to: "Weather in Lisbon?", options: short(80))
+        #expect(tool.calls.value.withLock { $0 } == 1)
+        #expect(response.content == "It is sunny.")
+        #expect(response.transcriptEntries.map(\.kind) == ["prompt", "toolCalls", "toolOutput", "response"])
+        guard case let .toolCalls(calls) = response.transcriptEntries.dropFirst().first else { Issue.record("no call"); return }
+        #expect(calls.calls.map(\.toolName) == ["weather"] && calls.calls.first?.arguments == GeneratedContent(properties: ["city": "Lisbon"]))
+        try await session.expectCacheExact()
+        let held = try await session.cachedTokens
+        session.setTokenSteering(nil)
+        let next = try await session.respond(to: "Thanks!", options: short())
+        #expect(next.invalidation == nil && next.usage.input.cachedTokenCount == held.count)
+        try await session.expectCacheExact()
+    }
+
     /// One required tagged call (the tools' schemas decide its bytes), then an answer.
     struct OneCall: LanguageModelSession.DynamicProfile {
         let weather: WeatherTool
@@ -155,9 +222,13 @@ struct TaggedToolCallTests {
         }
     }
 
-    @Test(arguments: ["ChatML", "Llama 3"])
+    @Test(arguments: ["ChatML", "Llama 3", "Mistral v3"])
     func toolCalling_requiredTaggedCallsAreValidForTheOfferedTools(vocabulary name: String) async throws {
-        let (model, vocabulary) = name == "ChatML" ? (Self.model, Self.vocabulary) : (Self.llama3Model, Self.llama3)
+        let (model, vocabulary) = switch name {
+        case "ChatML": (Self.model, Self.vocabulary)
+        case "Llama 3": (Self.llama3Model, Self.llama3)
+        default: (Self.mistralModel, Self.mistral)
+        }
         var names: Set<String> = []
         for seed in 0 ..< 4 {
             let weather = WeatherTool()

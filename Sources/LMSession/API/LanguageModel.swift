@@ -40,10 +40,14 @@ extension LanguageModel {
         return out.tokens.count
     }
 
-    /// How many tokens tool definitions add to the instructions.
+    /// How many tokens tool definitions add to the instructions (with whatever the vocabulary's
+    /// layout writes around them, e.g. Mistral's `[AVAILABLE_TOOLS]`).
     public func tokenCount(for tools: [any Tool]) async throws -> Int {
         let renderer = try renderer()
-        return tools.enumerated().reduce(0) { $0 + renderer.text(renderer.describe($1.element.definition, first: $1.offset == 0)).count }
+        var with = RenderedPrompt(), without = RenderedPrompt()
+        renderer.renderInstructions(tools.map(InstructionComponent.tool), into: &with)
+        renderer.renderInstructions([], into: &without)
+        return with.tokens.count - without.tokens.count
     }
 
     /// How many tokens a schema takes where a guided request renders it after its prompt.

@@ -79,7 +79,9 @@ struct RenderedPrompt: Sendable, Equatable {
 /// the system message inside the first `[INST]` (Llama 2's between `<<SYS>>` and `<</SYS>>`; BOS before
 /// every turn where the template writes it so); Zephyr templates (TinyLlama chat) `<|user|>\n prompt</s>\n`.
 /// Their markers are text, encoded as the template spells them; each segment keeps its own dummy-prefix
-/// space (llama.cpp writes one after every special token too). Neither calls tools.
+/// space (llama.cpp writes one after every special token too). Only a Mistral v3 vocabulary, whose
+/// `[TOOL_CALLS]`, `[AVAILABLE_TOOLS]` and `[TOOL_RESULTS]` are control tokens, calls tools
+/// (``CallFormat/toolCallsList``): the tools listed before the first `[INST]`.
 struct PromptRenderer: Sendable {
     /// How a tool call is written between its opening token and ``callEnd``.
     enum CallFormat: Sendable {
@@ -89,13 +91,26 @@ struct PromptRenderer: Sendable {
         case tagged
         /// `{"name":"…","parameters":…}` after `<|python_tag|>`, closed by `<|eom_id|>`, which ends the message.
         case pythonTag
+        /// `[{"name":"…","arguments":…}]` after Mistral v3's `[TOOL_CALLS]`, closed by EOS; the tools
+        /// listed in `[AVAILABLE_TOOLS]`, an output between `[TOOL_RESULTS]` and `[/TOOL_RESULTS]`.
+        case toolCallsList
 
         /// The key of the arguments in a JSON call; `nil` for plain calls.
         var argumentsKey: String? {
             switch self {
             case .plain: nil
-            case .tagged: "arguments"
+            case .tagged, .toolCallsList: "arguments"
             case .pythonTag: "parameters"
+            }
+        }
+
+        /// What a JSON call writes after a tool's arguments: the object's `}`, and the list's `]`
+        /// for ``toolCallsList``; `nil` for plain calls.
+        var jsonClosing: String? {
+            switch self {
+            case .plain: nil
+            case .tagged, .pythonTag: "}"
+            case .toolCallsList: "}]"
             }
         }
 
@@ -103,7 +118,7 @@ struct PromptRenderer: Sendable {
         /// call grammar and ``PromptRenderer/callBody(name:arguments:)`` both spell it; `nil` for plain calls.
         func jsonOpening(name: String) -> String? {
             guard let key = argumentsKey else { return nil }
-            var opening = #"{"name":"#
+            var opening = (self == .toolCallsList ? "[" : "") + #"{"name":"#
             GeneratedContent.quote(name, into: &opening)
             return opening + #",""# + key + #"":"#
         }
@@ -120,6 +135,11 @@ struct PromptRenderer: Sendable {
     let callEnd: Int
     /// How the calls between ``toolCall`` and ``callEnd`` are written.
     let callFormat: CallFormat
+    /// Where tool definitions go outside the system turn (Mistral v3's `[AVAILABLE_TOOLS]` and
+    /// `[/AVAILABLE_TOOLS]`, before it); `nil` where they are lines of the system turn.
+    let toolList: (open: [Int], close: [Int])?
+    /// What closes a tool's output: ``userClose``, or Mistral v3's `[/TOOL_RESULTS]`.
+    let toolClose: [Int]
     /// Ends a segment, and generation: `<|end|>`, the chat template's end of turn, or EOS.
     let end: Int
     /// What closes a rendered segment: `end`, then whatever the template puts between turns
@@ -158,6 +178,7 @@ struct PromptRenderer: Sendable {
         func control(_ piece: String) -> Int? { tokenizer.id(of: piece).flatMap { tokenizer.controlTokens.contains($0) ? $0 : nil } }
         var calls: (open: Int?, close: Int?, format: CallFormat) = (tokenizer.id(of: ControlPieces.toolCall), nil, .plain)
         let template = tokenizer.chatTemplate ?? ""
+        var mistralTools: (call: Int, list: [Int], listEnd: [Int], results: [Int], resultsEnd: [Int])?
         /// `[INST]` and `[/INST]`: control tokens (Mistral v3), or text where the template writes them.
         func instructionMarkers() -> (open: [Int], close: [Int])? {
             if let open = control("[INST]"), let close = control("[/INST]") { return ([open], [close]) }
@@ -188,7 +209,11 @@ struct PromptRenderer: Sendable {
             let bosEachTurn = ["bos_token + '[INST]", #"bos_token + "[INST]"#].contains { template.contains($0) }
             let opening = markers.open
             user = (bosEachTurn ? [tokenizer.bosToken] : []) + opening
-            tool = user
+            if let calls = control("[TOOL_CALLS]"), let list = control("[AVAILABLE_TOOLS]"), let listEnd = control("[/AVAILABLE_TOOLS]"),
+               let results = control("[TOOL_RESULTS]"), let resultsEnd = control("[/TOOL_RESULTS]") {   // Mistral v3's tool tokens
+                mistralTools = (calls, [list], [listEnd], [results], [resultsEnd])
+            }
+            tool = mistralTools?.results ?? user
             assistant = []
             system = template.contains("<<SYS>>") ? opening + encode("<<SYS>>\n") : opening
             (end, close, userClose) = (tokenizer.eosToken, [tokenizer.eosToken], markers.close)
@@ -214,6 +239,12 @@ struct PromptRenderer: Sendable {
             (userClose, systemClose, systemCarry) = (close, close, nil)
             defaultInstructions = nil
         }
+        if let mistralTools {
+            calls = (mistralTools.call, end, .toolCallsList)
+            (toolList, toolClose) = ((mistralTools.list, mistralTools.listEnd), mistralTools.resultsEnd)
+        } else {
+            (toolList, toolClose) = (nil, userClose)
+        }
         (toolCall, callEnd, callFormat) = (calls.open, calls.close ?? end, calls.format)
         stopTokens = Set([end, tokenizer.eosToken, tokenizer.bosToken] + (callFormat == .pythonTag ? [callEnd] : []))
     }
@@ -229,10 +260,22 @@ struct PromptRenderer: Sendable {
         if let defaultInstructions, !components.contains(where: { if case .text = $0 { true } else { false } }) {
             components.insert(.text(defaultInstructions), at: 0)
         }
-        var prefix = tokenizer.sequenceStart + system
+        var start = tokenizer.sequenceStart
+        if let toolList {   // Mistral v3: `[AVAILABLE_TOOLS] [{…}, {…}][/AVAILABLE_TOOLS]` before the system turn
+            let tools = components.compactMap { if case let .tool(t) = $0 { t } else { nil } }
+            for (i, t) in tools.enumerated() {
+                let opening = i == 0 ? start + toolList.open : []
+                let closing = i == tools.count - 1 ? tokenizer.encode(continuing: "]") + toolList.close : []
+                let item = describe(t.definition, first: i == 0)
+                out.append(opening + (i == 0 ? text(item) : tokenizer.encode(continuing: item)) + closing, as: .toolDefinition(name: t.name))
+            }
+            if !tools.isEmpty { start = [] }
+            components.removeAll { if case .tool = $0 { true } else { false } }
+        }
+        var prefix = start + system
         var textIndex = 0, toolIndex = 0
         if components.isEmpty, let carry = systemCarry {   // no system message: the sequence's start only
-            out.append(tokenizer.sequenceStart, as: .instructions(index: 0))
+            if !start.isEmpty { out.append(start, as: .instructions(index: 0)) }
             out.carry = carry.withoutMessage
             return
         }
@@ -270,8 +313,12 @@ struct PromptRenderer: Sendable {
             out.append(opening(assistant, userTurn: false, &out) + calls.tokenIDs(self) + (callFormat == .tagged ? close : []), as: segment)
         case let .toolOutput(o):
             switch callFormat {
-            case .plain, .pythonTag: out.append(opening(tool, userTurn: tool == user, &out) + text(o.text) + userClose, as: segment)
+            case .plain, .pythonTag: out.append(opening(tool, userTurn: tool == user, &out) + text(o.text) + toolClose, as: segment)
             case .tagged: out.append(opening(user, userTurn: true, &out) + text("<tool_response>\n" + o.text + "\n</tool_response>") + userClose, as: segment)
+            case .toolCallsList:
+                var content = #"{"content": "#
+                GeneratedContent.quote(o.text, into: &content)
+                out.append(opening(tool, userTurn: false, &out) + text(content + "}") + toolClose, as: segment)
             }
         case .reasoning:
             out.append([], as: segment)   // kept in the record, not shown to the model
@@ -347,6 +394,7 @@ struct PromptRenderer: Sendable {
             GeneratedContent.quote(d.argumentsSchema, into: &line)
         }
         line += "}}"
+        if callFormat == .toolCallsList { return (first ? "[" : ", ") + line }   // items of `[AVAILABLE_TOOLS]`'s list
         guard first else { return "\n" + line }
         switch callFormat {
         case .tagged:
@@ -420,6 +468,6 @@ extension PromptRenderer {
     /// object of the name and the arguments (compact, as the call grammar writes it).
     func callBody(name: String, arguments: String) -> String {
         guard let opening = callFormat.jsonOpening(name: name) else { return "\(name) \(arguments)" }
-        return opening + arguments + "}"
+        return opening + arguments + (callFormat.jsonClosing ?? "")
     }
 }

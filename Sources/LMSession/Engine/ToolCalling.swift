@@ -118,17 +118,23 @@ extension LanguageModelSession {
         }
     }
 
-    /// `<|tool_call|> name arguments <|end|>`, `<tool_call>{"name":…,"arguments":…}</tool_call>` or
-    /// `<|python_tag|>{"name":…,"parameters":…}<|eom_id|>` → a call (the arguments are JSON, as the
+    /// `<|tool_call|> name arguments <|end|>`, `<tool_call>{"name":…,"arguments":…}</tool_call>`,
+    /// `<|python_tag|>{"name":…,"parameters":…}<|eom_id|>` or `[TOOL_CALLS][{"name":…,"arguments":…}]</s>` → a call (the arguments are JSON, as the
     /// grammar wrote them).
     static func parseCall(_ tokens: [Int], renderer: PromptRenderer) throws -> Transcript.ToolCall {
         let body = renderer.tokenizer.decode(Array(tokens.dropFirst().dropLast()))
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let name: String, arguments: String
         if let key = renderer.callFormat.argumentsKey {
-            let call: GeneratedContent
+            var call: GeneratedContent
             do { call = try GeneratedContent(wholeJSON: body) } catch {
                 throw LanguageModelError.toolCallFailed(toolName: "", reason: "the call is not a JSON object: \(error)")
+            }
+            if renderer.callFormat == .toolCallsList {   // Mistral's list of calls: the grammar writes one
+                guard case let .array(elements) = call.kind, elements.count == 1 else {
+                    throw LanguageModelError.toolCallFailed(toolName: "", reason: "the call is not a list of one JSON object")
+                }
+                call = elements[0]
             }
             guard case let .structure(properties, _) = call.kind, case let .string(named)? = properties["name"]?.kind else {
                 throw LanguageModelError.toolCallFailed(toolName: "", reason: "the call names no tool")

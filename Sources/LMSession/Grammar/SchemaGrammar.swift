@@ -68,7 +68,8 @@ final class SchemaGrammar: Sendable {
 
     /// The grammar of a tool call's body: ` name ` (one of `tools`), then that tool's
     /// arguments as compact JSON under its parameters schema; or, for JSON calls,
-    /// `{"name":"name","arguments":` (or `"parameters":`) then the arguments and `}`.
+    /// `{"name":"name","arguments":` (or `"parameters":`) then the arguments and `}` (Mistral's
+    /// calls in a list of one: `[{…}]`).
     init(toolCalls tools: [(name: String, parameters: GenerationSchema)], format: PromptRenderer.CallFormat = .plain,
          vocabulary: TokenVocabulary) throws {
         var builder = Builder(vocabulary: vocabulary)
@@ -78,8 +79,8 @@ final class SchemaGrammar: Sendable {
             let prefix = Array((format.jsonOpening(name: tool.name) ?? " \(tool.name) ").utf8)
             guard targets[prefix] == nil else { continue }
             var node = try builder.compile(tool.parameters.root)
-            if format != .plain {   // the object's closing brace after the arguments
-                let (brace, cost) = builder.literal(Array("}".utf8))
+            if let closing = format.jsonClosing {   // the object's closing brace (and the list's bracket) after the arguments
+                let (brace, cost) = builder.literal(Array(closing.utf8))
                 node = builder.add(.sequence([.value(node), brace]), builder.minimumLength[node] + cost)
             }
             targets[prefix] = node
