@@ -184,6 +184,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// their calls are JSON in `<tool_call>` tags, or after `<|python_tag|>`.
     static let taggedTiny = fixtureModel(Fixtures.toolTagsVocabulary)
     static let pythonTagTiny = fixtureModel(Fixtures.pythonTagVocabulary)
+    /// And on the Mistral v3 layout fixture, whose calls are `[TOOL_CALLS] [{…}]`.
+    static let mistralTiny = fixtureModel(Fixtures.mistralV3Vocabulary)
 
     static func fixtureModel(_ vocabulary: URL) -> SystemLanguageModel {
         let tokenizer = try! Tokenizer(ggufAt: vocabulary)
@@ -486,8 +488,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         // (read by a checker independent of the decoder); a refusal names the schema or the budget.
         // The same for the arguments of a tool whose parameters are the schema, called as `.required`
         // until it throws on its second call, in the bundled control pieces, in a ChatML
-        // vocabulary's `<tool_call>{"name":…,"arguments":…}</tool_call>` tags and after Llama 3.1's
-        // `<|python_tag|>`.
+        // vocabulary's `<tool_call>{"name":…,"arguments":…}</tool_call>` tags, after Llama 3.1's
+        // `<|python_tag|>` and in Mistral v3's `[TOOL_CALLS] [{…}]`.
         let calls = Locked<[GeneratedContent]>([])
         let outcomes = Locked<[Result<GeneratedContent?, any Error>]>([])
         let done = DispatchSemaphore(value: 0)
@@ -497,7 +499,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                     .respond(to: "Go.", schema: schema, options: GenerationOptions(maximumResponseTokens: 24)).rawContent
             })
             var results = [answered]
-            for (model, budget) in [(tiny, 32), (taggedTiny, 64), (pythonTagTiny, 64)] {
+            for (model, budget) in [(tiny, 32), (taggedTiny, 64), (pythonTagTiny, 64), (mistralTiny, 64)] {
                 let probe = ProbeTool(parameters: schema, calls: Locked([]))
                 results.append(await Result(running: { () async throws -> GeneratedContent? in
                     _ = try await LanguageModelSession(model: model, tools: [probe])
