@@ -140,6 +140,18 @@ public enum ScenarioCatalog {
             let session = LanguageModelSession(profile: profile)
             try await c.converse(session, ScenarioTexts.cookingPrompts)
         },
+        Scenario(name: "instructions-in-last-prompt", group: 6,
+                 title: "The instructions sent with the newest prompt only, as Mistral v3's chat template places them") { c in
+            let profile = LanguageModelSession.Profile {}
+                .historyTransform { entries in   // the new prompt comes last: it keeps them
+                    entries.enumerated().map { $0.offset == entries.count - 1 ? $0.element : withoutInstructions($0.element) }
+                }
+                .model(c.model)
+            let session = LanguageModelSession(profile: profile)
+            for t in 0 ..< c.turns {
+                try await c.turn(t, session, instructionsPrefix + ScenarioTexts.prompt(ScenarioTexts.cookingPrompts, turn: t))
+            }
+        },
         Scenario(name: "trim-every-turn", group: 7, title: "Near the context limit: drop the oldest turn every turn") { c in
             try await nearLimit(c, consolidate: false)
         },
@@ -202,6 +214,17 @@ public enum ScenarioCatalog {
                                     "focus-messages-shared", "relaunch-disk"]
 
     // MARK: Scenario bodies
+
+    /// What `instructions-in-last-prompt` puts before each new prompt: the instructions and a blank
+    /// line, as Mistral v3's template writes the system message into the last user turn.
+    static let instructionsPrefix = ScenarioTexts.cookingInstructions + "\n\n"
+
+    /// A history prompt without the instructions it was sent with (the template writes them only
+    /// into the newest turn, so every earlier one reads without them).
+    static func withoutInstructions(_ entry: Transcript.Entry) -> Transcript.Entry {
+        guard case let .prompt(p) = entry, p.text.hasPrefix(instructionsPrefix) else { return entry }
+        return .prompt(.init(id: p.id, text: String(p.text.dropFirst(instructionsPrefix.count))))
+    }
 
     static func stripDebug(_ entry: Transcript.Entry) -> Transcript.Entry {
         guard case let .prompt(p) = entry, let cut = p.text.range(of: " [debug") else { return entry }

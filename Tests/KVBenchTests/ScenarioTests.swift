@@ -42,6 +42,22 @@ struct ScenarioTests {
         }
     }
 
+    /// Mistral v3's template writes the system message into the newest user turn only: every
+    /// request changes the previous prompt, so it recomputes from there (that prompt, its response,
+    /// the new prompt with the instructions again) and keeps only what came before.
+    @Test func instructionsInLastPrompt_recomputesFromThePreviousPromptEveryTurn() async throws {
+        let turns = try await run("instructions-in-last-prompt")
+        let instructions = Self.tokenizer.encode(ScenarioCatalogProbe.cookingInstructions + "\n\n", bos: false).count
+        for (t, (previous, turn)) in zip(turns, turns.dropFirst()).enumerated() {
+            #expect(turn.invalidated_segment == "transcript entry \(2 * t) (prompt)", "\(turn)")
+            #expect(turn.cached_tokens == turn.invalidated_at)
+            // Recomputed: at least the previous response and the instructions sent again.
+            #expect(turn.input_tokens - turn.cached_tokens > previous.output_tokens + instructions)
+            // Kept: less than the previous request's whole input, more than the empty instructions' three tokens.
+            #expect(turn.cached_tokens > 3 + (t == 0 ? -1 : 0) && turn.cached_tokens < previous.input_tokens)
+        }
+    }
+
     @Test func changingTop_reusesNothingPastTheFirstDifferingToken() async throws {
         let turns = try await run("changing-top")
         for (i, turn) in turns.enumerated().dropFirst() {
