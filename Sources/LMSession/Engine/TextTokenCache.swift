@@ -1,5 +1,4 @@
 import LMRuntime
-import Synchronization
 
 /// Per model: the token ids of texts rendered before (instructions, tool definitions, prompts,
 /// tool outputs), so that a request renders its history without tokenizing it again and only
@@ -16,7 +15,8 @@ final class TextTokenCache: Sendable {
 
     let tokenLimit: Int
     private let tokenizer: Tokenizer
-    private let slot = Mutex<(entries: [[UInt8]: [Int]], tokens: Int, hits: Int, misses: Int)>(([:], 0, 0, 0))
+    /// Behind `Locked`, not `Mutex`: ThreadSanitizer sees an `NSLock`'s ordering (see `Locked`).
+    private let slot = Locked<(entries: [[UInt8]: [Int]], tokens: Int, hits: Int, misses: Int)>(([:], 0, 0, 0))
 
     init(tokenizer: Tokenizer, tokenLimit: Int = standardTokenLimit) {
         self.tokenizer = tokenizer

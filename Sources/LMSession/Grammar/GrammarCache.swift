@@ -1,5 +1,4 @@
 import LMRuntime
-import Synchronization
 
 /// Per model: the vocabulary as the constrained decoder sees it (built on first use), and the
 /// maskers of recent schemas with their caches, so a schema used again starts warm.
@@ -8,7 +7,8 @@ import Synchronization
 /// request that finds it lent builds its own.
 final class GrammarCache: Sendable {
     private let tokenizer: Tokenizer
-    private let slot = Mutex<(vocabulary: TokenVocabulary?, maskers: [String: TokenMasker], order: [String])>((nil, [:], []))
+    /// Behind `Locked`, not `Mutex`: ThreadSanitizer sees an `NSLock`'s ordering (see `Locked`).
+    private let slot = Locked<(vocabulary: TokenVocabulary?, maskers: [String: TokenMasker], order: [String])>((nil, [:], []))
     static let schemaLimit = 16
 
     init(tokenizer: Tokenizer) { self.tokenizer = tokenizer }
