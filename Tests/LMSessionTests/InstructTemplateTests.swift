@@ -5,7 +5,8 @@ import LMTestSupport
 import Testing
 
 /// Turn layouts read from the chat template of a SentencePiece vocabulary without chat tokens:
-/// `[INST]` (Llama 2 chat, Mistral Instruct) and Zephyr (TinyLlama chat).
+/// `[INST]` (Llama 2 chat, Mistral Instruct) and Zephyr (TinyLlama chat); and Mistral v3's
+/// `[INST]` control tokens.
 struct InstructTemplateTests {
     /// A Llama 2 style template: BOS before every `[INST]`, the system message between `<<SYS>>`
     /// and `<</SYS>>` inside the first one.
