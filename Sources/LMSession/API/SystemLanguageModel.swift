@@ -8,19 +8,13 @@ public final class SystemLanguageModel: LanguageModel {
     /// The bundled `base` model (about 100M parameters, 4,096-token context).
     public static let `default` = SystemLanguageModel(named: "base")
 
-    private enum Source: Sendable {
-        case catalog(ModelCatalog, name: String)
-        case checkpoint(URL, tokenizer: URL)
-        case gguf(URL, contextLength: Int?)
-        case loaded(LoadedModel)
-    }
-
-    private let source: Source
+    /// Where the weights come from; `nil` for a model made from a ``LoadedModel`` (whose load is done).
+    private let source: (any WeightSource)?
     private let storeConfiguration: PrefixStore.Configuration
     private let precision: WeightPrecision?
     /// Merged into the float32 weights when they load, before ``precision`` applies.
     let adapter: Adapter?
-    private let cache = Locked<Result<Loaded, ModelLoadError>?>(nil)
+    private let cache: Locked<Result<Loaded, ModelLoadError>?>
     /// The base fingerprint of a GGUF read straight into halfs, once asked for.
     private let deferredFingerprint = Locked<Result<ModelFingerprint, ModelLoadError>?>(nil)
 
@@ -42,7 +36,8 @@ public final class SystemLanguageModel: LanguageModel {
     ///     ``LoadedModel/init(weights:tokenizer:name:prefixStore:)``).
     public init(named name: String, in catalog: ModelCatalog = .bundled, adapter: Adapter? = nil,
                 weightPrecision: WeightPrecision? = nil, prefixStore: PrefixStore.Configuration = .standard) {
-        source = .catalog(catalog, name: name)
+        source = CatalogSource(catalog: catalog, name: name)
+        cache = Locked(nil)
         self.adapter = adapter
         precision = weightPrecision
         storeConfiguration = prefixStore
@@ -52,7 +47,8 @@ public final class SystemLanguageModel: LanguageModel {
     /// with `adapter` merged when given.
     public init(checkpoint: URL, tokenizer: URL, adapter: Adapter? = nil, weightPrecision: WeightPrecision? = nil,
                 prefixStore: PrefixStore.Configuration = .standard) {
-        source = .checkpoint(checkpoint, tokenizer: tokenizer)
+        source = CheckpointSource(file: checkpoint, tokenizer: tokenizer)
+        cache = Locked(nil)
         self.adapter = adapter
         precision = weightPrecision
         storeConfiguration = prefixStore
@@ -67,7 +63,8 @@ public final class SystemLanguageModel: LanguageModel {
     ///   stays the whole model's, so the prefix store and adapters are shared with it.
     public init(gguf: URL, adapter: Adapter? = nil, weightPrecision: WeightPrecision? = nil, contextLength: Int? = nil,
                 prefixStore: PrefixStore.Configuration = .standard) {
-        source = .gguf(gguf, contextLength: contextLength)
+        source = GGUFSource(file: gguf, contextLength: contextLength)
+        cache = Locked(nil)
         self.adapter = adapter
         precision = weightPrecision
         storeConfiguration = prefixStore
@@ -75,7 +72,8 @@ public final class SystemLanguageModel: LanguageModel {
 
     /// An already loaded model (with the store it was made with).
     public init(_ model: LoadedModel) {
-        source = .loaded(model)
+        source = nil
+        cache = Locked(.success(Loaded(model: model, baseFingerprint: model.prefixStore.fingerprint)))
         adapter = nil
         precision = nil
         storeConfiguration = model.prefixStore.configuration
@@ -102,27 +100,18 @@ public final class SystemLanguageModel: LanguageModel {
 
     /// The source's weights in float32, read again: for a model whose load read them straight into halfs.
     private func float32Weights() throws(ModelLoadError) -> ModelWeights {
+        guard let source else { preconditionFailure("a model made from a LoadedModel has its fingerprint") }
         do {
-            switch source {
-            case let .gguf(file, contextLength):
-                return try ModelWeights.gguf(at: file, precision: .f32, contextLength: contextLength)
-            case let .catalog(catalog, name):
-                var config = try catalog.config(named: name)
-                config.weightPrecision = .f32
-                return try catalog.weights(for: config)
-            case .checkpoint, .loaded:
-                preconditionFailure("only a GGUF read into halfs defers its float32 fingerprint")
-            }
+            return try source.float32Weights()
         } catch let error as ModelLoadError { throw error } catch {
-            throw .unreadable(path: "\(source)", reason: "\(error)")
+            throw .unreadable(path: source.path, reason: "\(error)")
         }
     }
 
     private func loadedOnce() throws(ModelLoadError) -> Loaded {
-        if case let .loaded(model) = source { return Loaded(model: model, baseFingerprint: model.prefixStore.fingerprint) }
         let result = cache.withLock { cached -> Result<Loaded, ModelLoadError> in
             if let cached { return cached }
-            let result = Result { try self.load() }.mapError { $0 as? ModelLoadError ?? .unreadable(path: "\(self.source)", reason: "\($0)") }
+            let result = Result { try self.load() }.mapError { $0 as? ModelLoadError ?? .unreadable(path: self.source?.path ?? "", reason: "\($0)") }
             cached = result
             return result
         }
@@ -132,28 +121,8 @@ public final class SystemLanguageModel: LanguageModel {
     /// Reads the float32 weights, fingerprints them, merges the adapter, then converts (a GGUF
     /// kept in halfs without an adapter is read straight into them: no float32 model in memory).
     private func load() throws -> Loaded {
-        let weights: ModelWeights, tokenizer: Tokenizer, wanted: WeightPrecision
-        /// Whether a GGUF file's weights may be read straight into `wanted`, with no adapter to merge in float32.
-        func direct(_ wanted: WeightPrecision) -> Bool { adapter == nil && wanted == .f16 }
-        switch source {
-        case let .catalog(catalog, name):
-            var config = try catalog.config(named: name)
-            wanted = precision ?? config.weightPrecision
-            let isGGUF = if case .gguf = config.weights { true } else { false }
-            config.weightPrecision = isGGUF && direct(wanted) ? wanted : .f32
-            (weights, tokenizer) = try catalog.model(for: config)   // a GGUF file parsed once for both
-        case let .checkpoint(model, tokenizerFile):
-            weights = try ModelWeights.checkpoint(at: model)
-            tokenizer = try Tokenizer(contentsOf: tokenizerFile, vocabSize: weights.config.vocabSize)
-            wanted = precision ?? .f32
-        case let .gguf(url, contextLength):
-            wanted = precision ?? .f32
-            let file = try GGUFFile(contentsOf: url)   // parsed once for the weights and the vocabulary
-            weights = try ModelWeights.gguf(file, path: url.path, precision: direct(wanted) ? wanted : .f32, contextLength: contextLength)
-            tokenizer = try Tokenizer(gguf: file, path: url.path)
-        case let .loaded(model):
-            return Loaded(model: model, baseFingerprint: model.prefixStore.fingerprint)
-        }
+        guard let source else { preconditionFailure("a model made from a LoadedModel starts loaded") }
+        let (weights, tokenizer, wanted) = try source.read(precision: precision, halfsDirectly: adapter == nil)
         if weights.precision != .f32 {   // read straight into halfs
             return Loaded(model: try LoadedModel(weights: weights, tokenizer: tokenizer, prefixStore: storeConfiguration), baseFingerprint: nil)
         }
@@ -161,5 +130,79 @@ public final class SystemLanguageModel: LanguageModel {
         let adapted = try adapter.map { try weights.merging($0.lowRank) } ?? weights
         return Loaded(model: try LoadedModel(weights: adapted.converted(to: wanted), tokenizer: tokenizer, prefixStore: storeConfiguration),
                       baseFingerprint: base)
+    }
+}
+
+/// Where a ``SystemLanguageModel``'s weights come from: a catalog's config, a checkpoint or a GGUF file.
+///
+/// A protocol with a type per source rather than an enum with payloads: a multi-payload enum keeps
+/// its case in the spare bits of its payload's first pointer, which LeakSanitizer cannot follow, so
+/// a model a static held (``SystemLanguageModel/default`` is one) was reported as leaked.
+private protocol WeightSource: Sendable {
+    /// The file or config the weights come from, for errors.
+    var path: String { get }
+    /// The weights and vocabulary, and the precision to keep the weights in (`precision`, or the
+    /// source's own). The weights are float32, or that precision already when `halfsDirectly` allows
+    /// it and the source can read straight into halfs.
+    func read(precision: WeightPrecision?, halfsDirectly: Bool) throws -> (ModelWeights, Tokenizer, wanted: WeightPrecision)
+    /// The weights in float32, read again.
+    func float32Weights() throws -> ModelWeights
+}
+
+/// A config of a ``ModelCatalog``: synthetic weights, a checkpoint or a GGUF file it names.
+private struct CatalogSource: WeightSource {
+    let catalog: ModelCatalog
+    let name: String
+
+    var path: String { catalog.directory.appendingPathComponent("\(name).json").path }
+
+    func read(precision: WeightPrecision?, halfsDirectly: Bool) throws -> (ModelWeights, Tokenizer, wanted: WeightPrecision) {
+        var config = try catalog.config(named: name)
+        let wanted = precision ?? config.weightPrecision
+        let isGGUF = if case .gguf = config.weights { true } else { false }
+        config.weightPrecision = isGGUF && halfsDirectly && wanted == .f16 ? wanted : .f32
+        let (weights, tokenizer) = try catalog.model(for: config)   // a GGUF file parsed once for both
+        return (weights, tokenizer, wanted)
+    }
+
+    func float32Weights() throws -> ModelWeights {
+        var config = try catalog.config(named: name)
+        config.weightPrecision = .f32
+        return try catalog.weights(for: config)
+    }
+}
+
+/// A llama2.c checkpoint and `tokenizer.bin`.
+private struct CheckpointSource: WeightSource {
+    let file: URL
+    let tokenizer: URL
+
+    var path: String { file.path }
+
+    func read(precision: WeightPrecision?, halfsDirectly: Bool) throws -> (ModelWeights, Tokenizer, wanted: WeightPrecision) {
+        let weights = try ModelWeights.checkpoint(at: file)
+        return (weights, try Tokenizer(contentsOf: tokenizer, vocabSize: weights.config.vocabSize), precision ?? .f32)
+    }
+
+    func float32Weights() throws -> ModelWeights { try ModelWeights.checkpoint(at: file) }
+}
+
+/// A GGUF file with its vocabulary, parsed once for both.
+private struct GGUFSource: WeightSource {
+    let file: URL
+    let contextLength: Int?
+
+    var path: String { file.path }
+
+    func read(precision: WeightPrecision?, halfsDirectly: Bool) throws -> (ModelWeights, Tokenizer, wanted: WeightPrecision) {
+        let wanted = precision ?? .f32
+        let parsed = try GGUFFile(contentsOf: file)
+        let weights = try ModelWeights.gguf(parsed, path: file.path, precision: halfsDirectly && wanted == .f16 ? wanted : .f32,
+                                            contextLength: contextLength)
+        return (weights, try Tokenizer(gguf: parsed, path: file.path), wanted)
+    }
+
+    func float32Weights() throws -> ModelWeights {
+        try ModelWeights.gguf(at: file, precision: .f32, contextLength: contextLength)
     }
 }
