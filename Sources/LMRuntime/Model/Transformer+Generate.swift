@@ -28,8 +28,8 @@ extension Transformer {
     ///   - maxNewTokens: the most tokens to produce.
     ///   - sampler: chooses each token.
     ///   - cache: receives the K/V rows; it may already hold a prefix of the sequence.
-    ///   - stopTokens: ids that end generation: llama2.c's BOS by default; for a GGUF
-    ///     vocabulary pass its ``Tokenizer/stopTokens`` (its own EOS).
+    ///   - stopTokens: ids that end generation: llama2.c's BOS by default; pass the
+    ///     vocabulary's ``Tokenizer/stopTokens`` to stop on its EOS as well.
     ///   - onToken: called with each produced token as soon as it is chosen.
     /// - Throws: ``RuntimeError`` for bad ids or a prompt that does not fit.
     public func generate(prompt: [Int], maxNewTokens: Int, sampler: inout Sampler, cache: some KVCache,

@@ -83,9 +83,10 @@ public struct Tokenizer: Sendable {
             && controlTokens.subtracting(ControlPieces.all.compactMap(id(of:))) == [Self.unknown, Self.bos, Self.eos]
     }
 
-    /// Ids that end a generation on their own (no chat template involved): BOS in llama2.c's
-    /// layout, as llama2.c's run loop stops; EOS and BOS in a byte-level vocabulary.
-    public var stopTokens: Set<Int> { byteLevel == nil ? [Self.bos] : [eosToken, bosToken] }
+    /// Ids that end a generation on their own (no chat template involved): the vocabulary's EOS,
+    /// and its BOS, which llama2.c's run loop stops on (its story models separate texts with BOS
+    /// and never produce EOS; a Llama 2 or Mistral model ends a text with EOS).
+    public var stopTokens: Set<Int> { [eosToken, bosToken] }
 
     /// The ids a sequence starts with: `[bosToken]`, or none where the vocabulary adds no BOS.
     public var sequenceStart: [Int] { addsBOS ? [bosToken] : [] }
