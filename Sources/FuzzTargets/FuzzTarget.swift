@@ -181,9 +181,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     static let tiny = SystemLanguageModel(named: "tiny", prefixStore: .memoryOnly(memoryByteLimit: 0))
 
     /// Random models on the test fixture's ChatML vocabulary with tool tags and its Llama 3.1 one:
-    /// their calls are JSON in `<tool_call>` tags, or after `<|python_tag|>`.
+    /// their calls are JSON in `<tool_call>` tags, or a response that is one JSON object.
     static let taggedTiny = fixtureModel(Fixtures.toolTagsVocabulary)
-    static let pythonTagTiny = fixtureModel(Fixtures.pythonTagVocabulary)
+    static let llama3Tiny = fixtureModel(Fixtures.pythonTagVocabulary)
     /// And on the Mistral v3 layout fixture, whose calls are `[TOOL_CALLS] [{…}]`.
     static let mistralTiny = fixtureModel(Fixtures.mistralV3Vocabulary)
 
@@ -488,8 +488,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         // (read by a checker independent of the decoder); a refusal names the schema or the budget.
         // The same for the arguments of a tool whose parameters are the schema, called as `.required`
         // until it throws on its second call, in the bundled control pieces, in a ChatML
-        // vocabulary's `<tool_call>{"name":…,"arguments":…}</tool_call>` tags, after Llama 3.1's
-        // `<|python_tag|>` and in Mistral v3's `[TOOL_CALLS] [{…}]`.
+        // vocabulary's `<tool_call>{"name":…,"arguments":…}</tool_call>` tags, as a Llama 3.1
+        // response's JSON object and in Mistral v3's `[TOOL_CALLS] [{…}]`.
         let calls = Locked<[GeneratedContent]>([])
         let outcomes = Locked<[Result<GeneratedContent?, any Error>]>([])
         let done = DispatchSemaphore(value: 0)
@@ -499,7 +499,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                     .respond(to: "Go.", schema: schema, options: GenerationOptions(maximumResponseTokens: 24)).rawContent
             })
             var results = [answered]
-            for (model, budget) in [(tiny, 32), (taggedTiny, 64), (pythonTagTiny, 64), (mistralTiny, 64)] {
+            for (model, budget) in [(tiny, 32), (taggedTiny, 64), (llama3Tiny, 64), (mistralTiny, 64)] {
                 let probe = ProbeTool(parameters: schema, calls: Locked([]))
                 results.append(await Result(running: { () async throws -> GeneratedContent? in
                     _ = try await LanguageModelSession(model: model, tools: [probe])

@@ -40,10 +40,10 @@ struct TaggedToolCallTests {
         tokens.map { String(decoding: vocabulary.pieces[$0], as: UTF8.self) }.joined()
     }
 
-    @Test func render_llama3CallsAfterThePythonTagAndAnswersInAnIPythonTurn() throws {
+    @Test func render_llama3CallsAreAJSONResponseAndOutputsAnIPythonTurn() throws {
         let renderer = PromptRenderer(tokenizer: Self.llama3)
-        #expect(renderer.callFormat == .pythonTag)
-        #expect(renderer.toolCall == Self.llama3.id(of: "<|python_tag|>") && renderer.callEnd == Self.llama3.id(of: "<|eom_id|>"))
+        #expect(renderer.callFormat == .leadingJSON)
+        #expect(renderer.toolCall == nil && renderer.callEnd == Self.llama3.id(of: "<|eot_id|>"))
         var out = RenderedPrompt()
         renderer.renderInstructions([.tool(WeatherTool())], into: &out)
         let system = Self.spelled(out.tokens, Self.llama3)
@@ -53,11 +53,14 @@ struct TaggedToolCallTests {
         var entries = RenderedPrompt()
         renderer.renderEntry(.toolCalls(call), index: 0, into: &entries)
         renderer.renderEntry(.toolOutput(.init(toolName: "weather", text: "Sunny")), index: 1, into: &entries)
-        #expect(Self.spelled(entries.tokens, Self.llama3) == "<|start_header_id|>assistant<|end_header_id|>\n\n<|python_tag|>"
-            + #"{"name":"weather","parameters":{"city":"Lisbon"}}<|eom_id|>"# + "<|start_header_id|>ipython<|end_header_id|>\n\nSunny<|eot_id|>")
+        // As Llama 3.1's and 3.2's templates write a custom tool's call: no `<|python_tag|>`, the
+        // end of turn after it (`<|eom_id|>` is for their built-in tools).
+        #expect(Self.spelled(entries.tokens, Self.llama3) == "<|start_header_id|>assistant<|end_header_id|>\n\n"
+            + #"{"name":"weather","parameters":{"city":"Lisbon"}}<|eot_id|>"# + "<|start_header_id|>ipython<|end_header_id|>\n\nSunny<|eot_id|>")
         // The fixture is the Llama 3 vocabulary the other tests make, with the two tokens; without them (Llama 3.0), no calls.
         #expect(try Self.llama3.identity == llama3Vocabulary(adding: ["<|python_tag|>", "<|eom_id|>"]).identity)
-        #expect(PromptRenderer(tokenizer: try llama3Vocabulary()).toolCall == nil)
+        let llama30 = PromptRenderer(tokenizer: try llama3Vocabulary())
+        #expect(llama30.toolCall == nil && !llama30.callOpensWithJSON)
     }
 
     @Test func render_listsToolsAsJSONAndWritesCallsAndOutputsInTheTags() async throws {
@@ -138,6 +141,50 @@ struct TaggedToolCallTests {
         session.setTokenSteering(nil)
         let next = try await session.respond(to: "Thanks!", options: short())
         #expect(next.invalidation == nil && next.usage.input.cachedTokenCount == held.count)
+        try await session.expectCacheExact()
+    }
+
+    /// A Llama 3.1 or 3.2 model calls a custom tool by answering with its JSON object: a response
+    /// whose first token opens one is a call, under the call grammar, closed by `<|eot_id|>`; the
+    /// tool runs, and the next turn reuses the whole round.
+    @Test func toolCalling_aLlama3ResponseThatOpensAJSONObjectIsACall() async throws {
+        let tool = WeatherTool()
+        let session = LanguageModelSession(model: Self.llama3Model, tools: [tool], instructions: "Answer about the weather.")
+        let renderer = PromptRenderer(tokenizer: Self.llama3)
+        let call = Self.llama3.encode(#"{"name":"weather","parameters":{"city":"Lisbon"}}"#, bos: false) + [renderer.callEnd]
+        #expect(renderer.opensJSONObject(call[0]))
+        let answer = Self.llama3.encode("It is sunny.", bos: false) + [renderer.end]
+        session.steer(call: call, then: answer)
+        let response = try await session.respond(to: "Weather in Lisbon?", options: short(60))
+        #expect(tool.calls.value.withLock { $0 } == 1)
+        #expect(response.content == "It is sunny.")
+        #expect(response.transcriptEntries.map(\.kind) == ["prompt", "toolCalls", "toolOutput", "response"])
+        #expect(response.transcriptEntries.dropFirst().first == .toolCalls(.init(
+            calls: [.init(toolName: "weather", arguments: GeneratedContent(properties: ["city": "Lisbon"]))], tokenIDs: call,
+            assetIDs: [renderer.assetID])))
+        try await session.expectCacheExact()
+        let held = try await session.cachedTokens
+        session.setTokenSteering(nil)
+        let next = try await session.respond(to: "Thanks!", options: short())
+        #expect(next.invalidation == nil && next.usage.input.cachedTokenCount == held.count)
+        try await session.expectCacheExact()
+    }
+
+    /// With tools offered, a Llama 3 response that starts otherwise is text, and one that starts a
+    /// JSON object beside a structured response format is the value, not a call.
+    @Test func toolCalling_aLlama3ResponseStartingOtherwiseOrAValueIsNoCall() async throws {
+        let tool = WeatherTool()
+        let session = LanguageModelSession(model: Self.llama3Model, tools: [tool], instructions: "Answer about the weather.")
+        let renderer = PromptRenderer(tokenizer: Self.llama3)
+        let answer = Self.llama3.encode(#"Sunny. {"name":"weather"}"#, bos: false) + [renderer.end]
+        session.setTokenSteering { generated in generated.count < answer.count ? answer[generated.count] : nil }
+        let text = try await session.respond(to: "Weather?", options: short(40))
+        #expect(text.content == #"Sunny. {"name":"weather"}"# && text.transcriptEntries.map(\.kind) == ["prompt", "response"])
+        let value = Self.llama3.encode(#"{"day":"Monday"}"#, bos: false) + [renderer.end]
+        session.setTokenSteering { generated in generated.count < value.count ? value[generated.count] : nil }
+        let day = try await session.respond(to: "Which day?", generating: DayQuery.self, options: short(40))
+        #expect(day.content.day == "Monday" && day.transcriptEntries.map(\.kind) == ["prompt", "response"])
+        #expect(tool.calls.value.withLock { $0 } == 0)
         try await session.expectCacheExact()
     }
 
@@ -243,8 +290,9 @@ struct TaggedToolCallTests {
             // The call's ids spell the tagged JSON of what was parsed.
             let renderer = PromptRenderer(tokenizer: vocabulary)
             let ids = try #require(calls.tokenIDs)
-            #expect(ids.first == renderer.toolCall && ids.last == renderer.callEnd)
-            #expect(vocabulary.decode(Array(ids.dropFirst().dropLast())) == renderer.callBody(name: call.toolName, arguments: call.arguments.jsonString))
+            #expect(ids.last == renderer.callEnd && (renderer.callOpensWithJSON ? renderer.opensJSONObject(ids[0]) : ids.first == renderer.toolCall))
+            let body = ids.dropFirst(renderer.callOpensWithJSON ? 0 : 1).dropLast()
+            #expect(vocabulary.decode(Array(body)) == renderer.callBody(name: call.toolName, arguments: call.arguments.jsonString))
             try await session.expectCacheExact()
         }
         #expect(!names.isEmpty)

@@ -70,8 +70,9 @@ struct RenderedPrompt: Sendable, Equatable {
 /// in their tags (``CallFormat/tagged``): the tools listed in the system turn as JSON lines, a call
 /// `<tool_call>{"name":…,"arguments":…}</tool_call>`, its output a user turn between
 /// `<tool_response>` and `</tool_response>`. A Llama 3 vocabulary with `<|python_tag|>` and
-/// `<|eom_id|>` control tokens (Llama 3.1 and later) calls `<|python_tag|>{"name":…,"parameters":…}<|eom_id|>`
-/// (``CallFormat/pythonTag``), its output an `ipython` turn.
+/// `<|eom_id|>` control tokens (Llama 3.1 and later) calls custom tools as its template writes
+/// them, a response that is `{"name":…,"parameters":…}<|eot_id|>` (``CallFormat/leadingJSON``),
+/// its output an `ipython` turn.
 ///
 /// A vocabulary with none of those, in llama2.c's layout, takes its turns from its GGUF chat template:
 /// `[INST]` templates (Llama 2 chat, Mistral Instruct v0.1–v0.2; and Mistral v3 vocabularies, whose
@@ -89,8 +90,10 @@ struct PromptRenderer: Sendable {
         case plain
         /// `{"name":"…","arguments":…}`, closed by `</tool_call>` and then the turn's close.
         case tagged
-        /// `{"name":"…","parameters":…}` after `<|python_tag|>`, closed by `<|eom_id|>`, which ends the message.
-        case pythonTag
+        /// `{"name":"…","parameters":…}` as the whole response, closed by the end of turn (Llama 3.1's
+        /// and 3.2's custom tools). No token opens it: a response whose first token starts a JSON
+        /// object is a call (as llama.cpp reads these models' calls).
+        case leadingJSON
         /// `[{"name":"…","arguments":…}]` after Mistral v3's `[TOOL_CALLS]`, closed by EOS; the tools
         /// listed in `[AVAILABLE_TOOLS]`, an output between `[TOOL_RESULTS]` and `[/TOOL_RESULTS]`.
         case toolCallsList
@@ -100,7 +103,7 @@ struct PromptRenderer: Sendable {
             switch self {
             case .plain: nil
             case .tagged, .toolCallsList: "arguments"
-            case .pythonTag: "parameters"
+            case .leadingJSON: "parameters"
             }
         }
 
@@ -109,7 +112,7 @@ struct PromptRenderer: Sendable {
         var jsonClosing: String? {
             switch self {
             case .plain: nil
-            case .tagged, .pythonTag: "}"
+            case .tagged, .leadingJSON: "}"
             case .toolCallsList: "}]"
             }
         }
@@ -128,10 +131,10 @@ struct PromptRenderer: Sendable {
     /// Markers that open segments: one control token each with the bundled tokenizer, a chat
     /// template's role header, or plain-text markers (`System:`, `User:`, ...).
     let system, user, assistant, tool: [Int]
-    /// Opens a tool call; `nil` when the tokenizer has no control piece for it (no tool calls).
+    /// Opens a tool call; `nil` for ``CallFormat/leadingJSON`` calls, which no token opens, and
+    /// when the tokenizer has no control piece for it (no tool calls).
     let toolCall: Int?
-    /// Closes a tool call: `end`, `</tool_call>` for ``CallFormat/tagged`` calls, `<|eom_id|>` for
-    /// ``CallFormat/pythonTag`` ones.
+    /// Closes a tool call: `end`, or `</tool_call>` for ``CallFormat/tagged`` calls.
     let callEnd: Int
     /// How the calls between ``toolCall`` and ``callEnd`` are written.
     let callFormat: CallFormat
@@ -178,6 +181,7 @@ struct PromptRenderer: Sendable {
         func control(_ piece: String) -> Int? { tokenizer.id(of: piece).flatMap { tokenizer.controlTokens.contains($0) ? $0 : nil } }
         var calls: (open: Int?, close: Int?, format: CallFormat) = (tokenizer.id(of: ControlPieces.toolCall), nil, .plain)
         let template = tokenizer.chatTemplate ?? ""
+        var stops: [Int] = []   // what ends a response besides `end`, EOS and BOS
         var mistralTools: (call: Int, list: [Int], listEnd: [Int], results: [Int], resultsEnd: [Int])?
         /// `[INST]` and `[/INST]`: control tokens (Mistral v3), or text where the template writes them.
         func instructionMarkers() -> (open: [Int], close: [Int])? {
@@ -200,8 +204,9 @@ struct PromptRenderer: Sendable {
             (end, close) = (eot, [eot])
             (userClose, systemClose, systemCarry) = (close, close, nil)
             defaultInstructions = nil
-            if let tag = control("<|python_tag|>"), let endOfMessage = control("<|eom_id|>") {
-                calls = (tag, endOfMessage, .pythonTag)
+            if control("<|python_tag|>") != nil, let endOfMessage = control("<|eom_id|>") {   // Llama 3.1 and later
+                calls = (nil, nil, .leadingJSON)
+                stops = [endOfMessage]
             }
         } else if tokenizer.id(of: ControlPieces.system) == nil, !tokenizer.isByteLevel, let markers = instructionMarkers() {
             // `[INST] prompt [/INST] answer</s>`, the markers control tokens where the vocabulary has
@@ -246,7 +251,7 @@ struct PromptRenderer: Sendable {
             (toolList, toolClose) = (nil, userClose)
         }
         (toolCall, callEnd, callFormat) = (calls.open, calls.close ?? end, calls.format)
-        stopTokens = Set([end, tokenizer.eosToken, tokenizer.bosToken] + (callFormat == .pythonTag ? [callEnd] : []))
+        stopTokens = Set([end, tokenizer.eosToken, tokenizer.bosToken] + stops)
     }
 
     func text(_ s: String) -> [Int] { texts?.tokens(s) ?? tokenizer.encode(s, bos: false) }
@@ -308,12 +313,12 @@ struct PromptRenderer: Sendable {
             // another tokenizer wrote or are not all in this vocabulary, renders the text.
             out.append(opening(assistant, userTurn: false, &out) + (usable(r.tokenIDs, assetIDs: r.assetIDs) ?? text(r.text)) + close, as: segment)
         case let .toolCalls(calls):
-            // A plain call's `<|end|>` and Llama 3's `<|eom_id|>` end the message too; a tagged
-            // call is followed by the turn's close.
+            // A plain call's `<|end|>` and a Llama 3 call's `<|eot_id|>` end the message too; a
+            // tagged call is followed by the turn's close.
             out.append(opening(assistant, userTurn: false, &out) + calls.tokenIDs(self) + (callFormat == .tagged ? close : []), as: segment)
         case let .toolOutput(o):
             switch callFormat {
-            case .plain, .pythonTag: out.append(opening(tool, userTurn: tool == user, &out) + text(o.text) + toolClose, as: segment)
+            case .plain, .leadingJSON: out.append(opening(tool, userTurn: tool == user, &out) + text(o.text) + toolClose, as: segment)
             case .tagged: out.append(opening(user, userTurn: true, &out) + text("<tool_response>\n" + o.text + "\n</tool_response>") + userClose, as: segment)
             case .toolCallsList:
                 var content = #"{"content": "#
@@ -323,6 +328,17 @@ struct PromptRenderer: Sendable {
         case .reasoning:
             out.append([], as: segment)   // kept in the record, not shown to the model
         }
+    }
+
+    /// Whether a call is a JSON object opening the response, with no token before it (``CallFormat/leadingJSON``).
+    var callOpensWithJSON: Bool { callFormat == .leadingJSON }
+
+    /// Tokens a call takes besides what its grammar writes: its opening tag, if it has one, and ``callEnd``.
+    var callMarkerCount: Int { callOpensWithJSON ? 1 : 2 }
+
+    /// Whether `token` starts a JSON object: `{` after nothing but white space.
+    func opensJSONObject(_ token: Int) -> Bool {
+        tokenizer.bytes(of: token, after: nil).first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) } == UInt8(ascii: "{")
     }
 
     /// The whole request: instructions, history, the new prompt (with its schema segment when
@@ -402,7 +418,7 @@ struct PromptRenderer: Sendable {
                 + #"{"name": its name, "arguments": a JSON object of its parameters}"#
                 + "</tool_call>; its result comes back between <tool_response> and </tool_response>.\n" + line
         default:
-            return "\n\nEnvironment: ipython\nTools you may call, one JSON object a line. To call one, answer with <|python_tag|>"
+            return "\n\nEnvironment: ipython\nTools you may call, one JSON object a line. To call one, answer with only "
                 + #"{"name": its name, "parameters": a JSON object of its parameters}"#
                 + "; its result comes back in an ipython turn.\n" + line
         }

@@ -131,10 +131,12 @@ actor SessionEngine {
         while budget > 0 {
             try Task.checkCancellation()
             let left = min(budget - outcome.generated.count, limit - cache.count + 1)
+            // Where a JSON object opening the response is the call (Llama 3), `.required` opens one at once.
+            if renderer.callOpensWithJSON, callStart == nil, decoding.requiresToolCall, outcome.generated.isEmpty { callStart = 0 }
             // Guided generation and tool calls: mask the logits to the tokens that keep the value (or
             // the call) valid and finishable within what is left of the budget and the window.
             let guide = callStart == nil ? decoding.guide : decoding.toolCall
-            let next: Int
+            var next: Int
             if callStart != nil, decoding.toolCall?.isFinished == true {
                 next = renderer.callEnd   // the arguments are complete: the call closes
             } else if callStart == nil, decoding.requiresToolCall, outcome.generated.isEmpty, let open = renderer.toolCall {
@@ -146,17 +148,20 @@ actor SessionEngine {
                 if let open {
                     // A call opens where text may go on, or before a structured value starts; only
                     // when tools are offered and there is room to finish it.
-                    let room = decoding.toolCall.map { left >= 2 + $0.remaining } ?? false
+                    let room = decoding.toolCall.map { left >= renderer.callMarkerCount + $0.remaining } ?? false
                     let valueStarted = decoding.guide != nil && !outcome.generated.isEmpty
                     logits[0, open] = room && !valueStarted ? openLogit! : -.infinity
                 }
-                // A forced token is taken unless the mask refused it (an id outside the vocabulary is
-                // taken too where nothing guides: the forward pass rejects it with a typed error).
-                if let forced = decoding.steering?(outcome.generated),
-                   (0 ..< logits.cols).contains(forced) ? logits[0, forced] > -.infinity : guide == nil {
-                    next = forced
-                } else {
-                    next = sampler.sample(logits)
+                let steered = decoding.steering?(outcome.generated)
+                next = choose(steered, guide: guide, sampler: &sampler)
+                // Where no token opens a call, a first token that starts a JSON object makes the
+                // response a call (not beside a structured value, which starts so too; only with room
+                // to finish it): that token is chosen again, under the call's grammar.
+                if renderer.callOpensWithJSON, callStart == nil, outcome.generated.isEmpty, decoding.guide == nil,
+                   let call = decoding.toolCall, left >= renderer.callMarkerCount + call.remaining, renderer.opensJSONObject(next) {
+                    callStart = 0
+                    call.constrain(logits, budget: left - 1)
+                    next = choose(steered, guide: call, sampler: &sampler)
                 }
             }
             if outcome.firstToken == nil { outcome.firstToken = started.duration(to: clock.now) }
@@ -169,7 +174,7 @@ actor SessionEngine {
             if renderer.stopTokens.contains(next) { break }
             outcome.generated.append(next)
             if callStart == nil { onToken(outcome.generated) }
-            if let start = callStart, outcome.generated.count - 1 > start {
+            if let start = callStart, outcome.generated.count - 1 >= start + (renderer.callOpensWithJSON ? 0 : 1) {   // past any opening tag
                 decoding.toolCall?.accept(next)
             } else if callStart == nil, let guide = decoding.guide {
                 guide.accept(next)
@@ -187,6 +192,16 @@ actor SessionEngine {
         }
         outcome.decode = decodeStart.duration(to: clock.now)
         return outcome
+    }
+
+    /// The next token: the steered one unless the mask refused it (an id outside the vocabulary
+    /// is taken too where nothing guides: the forward pass rejects it with a typed error), else a sample.
+    private func choose(_ steered: Int?, guide: GuidedDecoder?, sampler: inout Sampler) -> Int {
+        if let forced = steered,
+           (0 ..< logits.cols).contains(forced) ? logits[0, forced] > -.infinity : guide == nil {
+            return forced
+        }
+        return sampler.sample(logits)
     }
 
     /// Pins (or unpins) the last request's instructions and tool definitions in the shared store.

@@ -62,11 +62,12 @@ struct Guidance {
         let offersCall = mode == .required || (mode == .allowed && round < LanguageModelSession.maximumToolRounds)
         d.toolCall = offersCall ? calls.map { GuidedDecoder(masker: $0.0, stopToken: engine.renderer.callEnd) } : nil
         d.requiresToolCall = mode == .required && d.toolCall != nil
-        // A required call opens at once and must close within the budget: the marker, the
-        // shortest call the grammar allows, the end marker.
-        if d.requiresToolCall, let budget = d.budget, let shortest = d.toolCall?.remaining, budget < 2 + shortest {
+        // A required call opens at once and must close within the budget: its opening marker (if
+        // it has one), the shortest call the grammar allows, the end marker.
+        let markers = engine.renderer.callMarkerCount
+        if d.requiresToolCall, let budget = d.budget, let shortest = d.toolCall?.remaining, budget < markers + shortest {
             throw LanguageModelError.invalidOptions(
-                option: "maximumResponseTokens", reason: "\(budget) cannot hold the shortest tool call (\(2 + shortest) tokens), which .required asks for")
+                option: "maximumResponseTokens", reason: "\(budget) cannot hold the shortest tool call (\(markers + shortest) tokens), which .required asks for")
         }
         return d
     }
@@ -119,10 +120,10 @@ extension LanguageModelSession {
     }
 
     /// `<|tool_call|> name arguments <|end|>`, `<tool_call>{"name":…,"arguments":…}</tool_call>`,
-    /// `<|python_tag|>{"name":…,"parameters":…}<|eom_id|>` or `[TOOL_CALLS][{"name":…,"arguments":…}]</s>` → a call (the arguments are JSON, as the
+    /// `{"name":…,"parameters":…}<|eot_id|>` or `[TOOL_CALLS][{"name":…,"arguments":…}]</s>` → a call (the arguments are JSON, as the
     /// grammar wrote them).
     static func parseCall(_ tokens: [Int], renderer: PromptRenderer) throws -> Transcript.ToolCall {
-        let body = renderer.tokenizer.decode(Array(tokens.dropFirst().dropLast()))
+        let body = renderer.tokenizer.decode(Array(tokens.dropFirst(renderer.callOpensWithJSON ? 0 : 1).dropLast()))
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let name: String, arguments: String
         if let key = renderer.callFormat.argumentsKey {
