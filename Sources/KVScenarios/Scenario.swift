@@ -64,15 +64,16 @@ public final class ScenarioContext: @unchecked Sendable {
 
     /// Runs turn `turn` of `session` with `prompt` and records it.
     @discardableResult
-    func turn(_ turn: Int, _ session: LanguageModelSession, _ prompt: String) async throws -> LanguageModelSession.Response<String> {
-        let response = try await session.respond(to: Prompt(prompt), options: options(turn))
+    func turn(_ turn: Int, _ session: LanguageModelSession, _ prompt: String,
+              contextOptions: ContextOptions = ContextOptions()) async throws -> LanguageModelSession.Response<String> {
+        let response = try await session.respond(to: Prompt(prompt), options: options(turn), contextOptions: contextOptions)
         record(turn, response)
         return response
     }
 
     /// Runs every turn on one session, prompting from `prompts` in order.
-    func converse(_ session: LanguageModelSession, _ prompts: [String]) async throws {
-        for t in 0 ..< turns { try await turn(t, session, ScenarioTexts.prompt(prompts, turn: t)) }
+    func converse(_ session: LanguageModelSession, _ prompts: [String], contextOptions: ContextOptions = ContextOptions()) async throws {
+        for t in 0 ..< turns { try await turn(t, session, ScenarioTexts.prompt(prompts, turn: t), contextOptions: contextOptions) }
     }
 
     func record<Content>(_ turn: Int, _ response: LanguageModelSession.Response<Content>) {

@@ -152,6 +152,11 @@ public enum ScenarioCatalog {
                 try await c.turn(t, session, instructionsPrefix + ScenarioTexts.prompt(ScenarioTexts.cookingPrompts, turn: t))
             }
         },
+        Scenario(name: "reasoning-every-turn", group: 6,
+                 title: "Light reasoning before every answer, left out of later turns as reasoning models' templates do") { c in
+            let session = LanguageModelSession(model: c.model, instructions: ScenarioTexts.coachInstructions)
+            try await c.converse(session, ScenarioTexts.coachPrompts, contextOptions: ContextOptions(reasoningLevel: .light))
+        },
         Scenario(name: "trim-every-turn", group: 7, title: "Near the context limit: drop the oldest turn every turn") { c in
             try await nearLimit(c, consolidate: false)
         },

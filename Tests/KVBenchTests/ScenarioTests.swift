@@ -58,6 +58,21 @@ struct ScenarioTests {
         }
     }
 
+    /// Reasoning left out of later turns: every turn after the first keeps exactly what came
+    /// before the previous turn's reasoning (that request, up to its header) and recomputes from
+    /// there, the previous response included.
+    @Test func reasoningEveryTurn_recomputesFromThePreviousReasoning() async throws {
+        let turns = try await run("reasoning-every-turn")
+        let open = Self.tokenizer.encode(continuing: "<think>\n").count   // the bundled vocabulary's markers are text
+        #expect(turns.allSatisfy { $0.output_tokens > 5 })   // reasoning counted with the response
+        for (t, (previous, turn)) in zip(turns, turns.dropFirst()).enumerated() {
+            #expect(turn.invalidated_segment == "transcript entry \(3 * t + 2) (response)", "\(turn)")
+            #expect(turn.invalidation_reason == "prefixChanged")
+            // The first run's input is the request with the reasoning opened after its header.
+            #expect(turn.cached_tokens == previous.input_tokens - open && turn.cached_tokens == turn.invalidated_at)
+        }
+    }
+
     @Test func changingTop_reusesNothingPastTheFirstDifferingToken() async throws {
         let turns = try await run("changing-top")
         for (i, turn) in turns.enumerated().dropFirst() {

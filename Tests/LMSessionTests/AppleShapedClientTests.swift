@@ -379,7 +379,7 @@ struct TripProfile: DynamicProfile {
     @Test func contextOptionsAndMetadata_iOS27Spellings() async throws {
         let session = LanguageModelSession(model: Self.tiny, instructions: "Plan trips.")
         let short = GenerationOptions(maximumResponseTokens: 3)
-        let first = try await session.respond(to: "One", options: short, contextOptions: ContextOptions(reasoningLevel: .light),
+        let first = try await session.respond(to: "One", options: short, contextOptions: ContextOptions(includeSchemaInPrompt: false),
                                               metadata: ["user": "u1", "attempt": 2])
         guard case let .prompt(prompt)? = first.transcriptEntries.first else { Issue.record("no prompt entry"); return }
         #expect(prompt.metadata == ["user": "u1".generatedContent, "attempt": 2.generatedContent])

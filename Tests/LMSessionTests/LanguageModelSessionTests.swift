@@ -187,8 +187,7 @@ struct LanguageModelSessionTests {
             func loaded() throws -> LoadedModel { try tinyModel.loaded() }
             var capabilities: LanguageModelCapabilities { LanguageModelCapabilities([]) }
         }
-        #expect(tinyModel.capabilities == LanguageModelCapabilities([.guidedGeneration, .toolCalling]))
-        #expect(!tinyModel.capabilities.contains(.reasoning))
+        #expect(tinyModel.capabilities == LanguageModelCapabilities([.guidedGeneration, .toolCalling, .reasoning]))
         let session = LanguageModelSession(model: Plain(), tools: [GateTool()], instructions: Self.instructions)
         func lacking(_ request: () async throws -> Void) async -> LanguageModelCapabilities.Capability? {
             do { try await request() } catch let LanguageModelError.unsupportedCapability(e) { return e.capability } catch {}
@@ -197,6 +196,9 @@ struct LanguageModelSessionTests {
         #expect(await lacking { _ = try await session.respond(to: "Hi", options: short()) } == .toolCalling)
         let noTools = GenerationOptions(maximumResponseTokens: 4, toolCallingMode: .disallowed)
         #expect(await lacking { _ = try await session.respond(to: "Hi", generating: Bool.self, options: noTools) } == .guidedGeneration)
+        #expect(await lacking {
+            _ = try await session.respond(to: "Hi", options: noTools, contextOptions: ContextOptions(reasoningLevel: .light))
+        } == .reasoning)
         #expect(session.transcript.history.isEmpty && session.usage.input.totalTokenCount == 0)
         #expect(try await session.cachedTokens.isEmpty)
         // What it can do, it does.

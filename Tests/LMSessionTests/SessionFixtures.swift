@@ -190,3 +190,19 @@ struct GateTool: Tool {
         var description: String { "the request ended without calling the gate tool" }
     }
 }
+
+/// The Qwen2 fixture vocabulary (ChatML) with `extra` added as user-defined tokens, as Qwen3's
+/// files have `<think>` and `</think>`.
+func chatMLVocabulary(adding extra: [String]) throws -> Tokenizer {
+    let chatML = try Tokenizer(ggufAt: Fixtures.packageRoot.appendingPathComponent("Tests/Fixtures/byte-level-bpe/qwen2.gguf"))
+    var writer = GGUFWriter()
+    for (key, value) in chatML.ggufMetadata() {
+        switch key {
+        case "tokenizer.ggml.tokens": writer.set(key, .array((chatML.byteLevel!.storedTokens + extra).map(GGUFValue.string)))
+        case "tokenizer.ggml.token_type":
+            writer.set(key, .array((chatML.byteLevel!.tokenTypes + [Int32](repeating: 4, count: extra.count)).map(GGUFValue.int32)))
+        default: writer.set(key, value)
+        }
+    }
+    return try Tokenizer(gguf: GGUFFile(data: writer.data()))
+}

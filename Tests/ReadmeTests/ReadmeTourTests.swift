@@ -103,7 +103,16 @@ func coach(app: AppModel) async throws {
     if let lost = reply.invalidation { print(lost) }   // e.g. recomputed from token 37 (instructions (text 1)): prefixChanged, ...
 }
 
-// Block 5: guided generation.
+// Block 5: reasoning.
+func plan(session: LanguageModelSession) async throws {
+    let light = ContextOptions(reasoningLevel: .light)      // at most 64 tokens of reasoning
+    let week = try await session.respond(to: "Plan my week.", contextOptions: light)
+    print(week.usage.output.reasoningTokenCount, week.transcriptEntries.map(\.kind))   // e.g. 64 ["prompt", "reasoning", "response"]
+    let next = try await session.respond(to: "Make Tuesday easier.")
+    if let lost = next.invalidation { print(lost) }         // recomputed from where the reasoning began
+}
+
+// Block 6: guided generation.
 @Generable
 struct Recommendation {
     @Guide(description: "A short title for the drill") let title: String
@@ -141,7 +150,7 @@ func guided() async throws {
     print(content.jsonString, try content.value(Int.self, forProperty: "cups"))
 }
 
-// Block 6: the shared prefix store.
+// Block 7: the shared prefix store.
 func prefixStore(keyFromTheKeychain: [UInt8], cachesDirectory: URL) async throws {
     // Memory only (the default), within a byte limit (default 1/16 of RAM, at most 1 GiB):
     let model = SystemLanguageModel(named: "base", prefixStore: .memoryOnly(memoryByteLimit: 256 << 20))
@@ -162,7 +171,7 @@ func prefixStore(keyFromTheKeychain: [UInt8], cachesDirectory: URL) async throws
     // .memoryOnly(memoryByteLimit: 0) turns sharing off.
 }
 
-// Block 7: adapters.
+// Block 8: adapters.
 func adapters(url: URL) async throws {
     let adapter = try SystemLanguageModel.Adapter(fileURL: url)       // or Adapter(name: "demo")
     try await adapter.compile()                                        // nothing to do here; compiles unchanged
@@ -172,7 +181,7 @@ func adapters(url: URL) async throws {
     _ = (tagger, custom)
 }
 
-// Block 8: the response cache.
+// Block 9: the response cache.
 struct Week: Sendable { var id = "2026-W49" }
 func summarise(_ week: Week) async throws -> CachedResponse { CachedResponse(content: week.id, tokenIDs: []) }
 func show(_ value: CachedResponse?, stale: Bool, error: String?) {}

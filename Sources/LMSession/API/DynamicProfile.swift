@@ -73,15 +73,14 @@ extension DynamicProfile {
         modified { $0.options.samplingMode = mode }
     }
 
-    /// Sets how much reasoning the model may write. Kept on the profile for code written against
-    /// models that reason; the models here write none, so it changes nothing rendered or generated.
+    /// Sets how much reasoning the model writes before each response (see
+    /// ``ContextOptions/reasoningLevel``); a request's own `contextOptions` level wins.
     public func reasoningLevel(_ level: ContextOptions.ReasoningLevel?) -> ModifiedProfile<Self> {
         modified { $0.reasoningLevel = level }
     }
 
-    /// Runs `action` whenever the model produces reasoning: only models with the
-    /// ``LanguageModelCapabilities/Capability/reasoning`` capability do, and none here does, so it
-    /// is kept and never run.
+    /// Runs `action` whenever the model has reasoned, before it responds (once per request that
+    /// reasons).
     public func onReasoning(perform action: @escaping LanguageModelSession.Hook) -> ModifiedProfile<Self> {
         modified { $0.reasoningHooks.append(action) }
     }

@@ -10,13 +10,13 @@ public protocol LanguageModel: Sendable {
     /// What the model can do; a request needing something else throws
     /// ``LanguageModelError/unsupportedCapability(_:)`` before computing anything. Default:
     /// guided generation and tool calling (what every model here does through the session's
-    /// constrained decoder).
+    /// constrained decoder), and reasoning (``ContextOptions/reasoningLevel``).
     var capabilities: LanguageModelCapabilities { get }
 }
 
 extension LanguageModel {
-    /// Guided generation and tool calling.
-    public var capabilities: LanguageModelCapabilities { LanguageModelCapabilities([.guidedGeneration, .toolCalling]) }
+    /// Guided generation, tool calling and reasoning.
+    public var capabilities: LanguageModelCapabilities { LanguageModelCapabilities([.guidedGeneration, .toolCalling, .reasoning]) }
 
     /// The context window, in tokens (0 when the model cannot be loaded; see
     /// ``SystemLanguageModel/availability``).

@@ -11,8 +11,7 @@ public struct LanguageModelCapabilities: Sendable, Hashable {
         public static var guidedGeneration: Capability { Capability(description: "guidedGeneration") }
         /// Calling the session's tools.
         public static var toolCalling: Capability { Capability(description: "toolCalling") }
-        /// Reasoning apart from the response (no model here has it; ``ContextOptions/reasoningLevel``
-        /// is accepted and changes nothing).
+        /// Reasoning apart from the response, asked for by ``ContextOptions/reasoningLevel``.
         public static var reasoning: Capability { Capability(description: "reasoning") }
     }
 

@@ -17,7 +17,8 @@ extension LanguageModelSession {
                                             contextOptions: ContextOptions = ContextOptions(includeSchemaInPrompt: true),
                                             metadata: [String: any ConvertibleToGeneratedContent] = [:]) async throws -> Response<Content> {
         let format = Transcript.ResponseFormat(type: type, isIncludedInPrompt: Self.includesSchema(includeSchemaInPrompt, contextOptions))
-        let (response, raw) = try await perform(prompt, options: options, format: format, metadata: Self.content(metadata))
+        let (response, raw) = try await perform(prompt, options: options, format: format, reasoningLevel: contextOptions.reasoningLevel,
+                                                metadata: Self.content(metadata))
         return try response.converted(raw)
     }
 
@@ -36,7 +37,8 @@ extension LanguageModelSession {
                         contextOptions: ContextOptions = ContextOptions(includeSchemaInPrompt: true),
                         metadata: [String: any ConvertibleToGeneratedContent] = [:]) async throws -> Response<GeneratedContent> {
         let format = Transcript.ResponseFormat(schema: schema, isIncludedInPrompt: Self.includesSchema(includeSchemaInPrompt, contextOptions))
-        let (response, raw) = try await perform(prompt, options: options, format: format, metadata: Self.content(metadata))
+        let (response, raw) = try await perform(prompt, options: options, format: format, reasoningLevel: contextOptions.reasoningLevel,
+                                                metadata: Self.content(metadata))
         return try response.converted(raw)
     }
 
@@ -82,7 +84,7 @@ extension LanguageModelSession {
                                                    contextOptions: ContextOptions = ContextOptions(includeSchemaInPrompt: true),
                                                    metadata: [String: any ConvertibleToGeneratedContent] = [:]) -> ResponseStream<Content> {
         stream(prompt, options: options, format: .init(type: type, isIncludedInPrompt: Self.includesSchema(includeSchemaInPrompt, contextOptions)),
-               metadata: Self.content(metadata))
+               reasoningLevel: contextOptions.reasoningLevel, metadata: Self.content(metadata))
     }
 
     /// Streams a value of `type` for a prompt given as a string.
@@ -100,7 +102,7 @@ extension LanguageModelSession {
                                contextOptions: ContextOptions = ContextOptions(includeSchemaInPrompt: true),
                                metadata: [String: any ConvertibleToGeneratedContent] = [:]) -> ResponseStream<GeneratedContent> {
         stream(prompt, options: options, format: .init(schema: schema, isIncludedInPrompt: Self.includesSchema(includeSchemaInPrompt, contextOptions)),
-               metadata: Self.content(metadata))
+               reasoningLevel: contextOptions.reasoningLevel, metadata: Self.content(metadata))
     }
 
     /// Streams content following `schema`, for a prompt given as a string.

@@ -7,8 +7,8 @@ extension LanguageModelSession {
     ///   - prompt: the prompt.
     ///   - options: sampling and length; unset fields come from the profile, then the defaults
     ///     (greedy, no length limit).
-    ///   - contextOptions: how the request is put to the model; nothing in it applies to a text
-    ///     request here (see ``ContextOptions``).
+    ///   - contextOptions: how the request is put to the model: its `reasoningLevel` (else the
+    ///     profile's) has the model reason before it responds (see ``ContextOptions``).
     ///   - metadata: kept on the request's prompt entry (``Transcript/Prompt/metadata``); it
     ///     renders nothing, so it never moves the cache.
     /// - Returns: the response with its usage and invalidation report.
@@ -19,7 +19,8 @@ extension LanguageModelSession {
     public func respond(to prompt: Prompt, options: GenerationOptions = GenerationOptions(),
                         contextOptions: ContextOptions = ContextOptions(),
                         metadata: [String: any ConvertibleToGeneratedContent] = [:]) async throws -> Response<String> {
-        try await perform(prompt, options: options, format: nil, metadata: Self.content(metadata)).response
+        try await perform(prompt, options: options, format: nil, reasoningLevel: contextOptions.reasoningLevel,
+                          metadata: Self.content(metadata)).response
     }
 
     /// Responds to a prompt given as a string.
@@ -34,7 +35,7 @@ extension LanguageModelSession {
     public func streamResponse(to prompt: Prompt, options: GenerationOptions = GenerationOptions(),
                                contextOptions: ContextOptions = ContextOptions(),
                                metadata: [String: any ConvertibleToGeneratedContent] = [:]) -> ResponseStream<String> {
-        stream(prompt, options: options, format: nil, metadata: Self.content(metadata))
+        stream(prompt, options: options, format: nil, reasoningLevel: contextOptions.reasoningLevel, metadata: Self.content(metadata))
     }
 
     /// Streams the response to a prompt given as a string.

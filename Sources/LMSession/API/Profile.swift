@@ -25,9 +25,9 @@ extension LanguageModelSession {
         var responseHooks: [Hook] = []
         var toolCallHooks: [ToolCallHook] = []
         var toolOutputHooks: [ToolOutputHook] = []
-        /// Run when the model produces reasoning (never, with the models here).
+        /// Run when the model has reasoned, before it responds.
         var reasoningHooks: [Hook] = []
-        /// How much reasoning the model may write (kept; no model here reasons).
+        /// How much reasoning the model writes before responding; `nil` for none.
         var reasoningLevel: ContextOptions.ReasoningLevel?
         var options = GenerationOptions()
         var model: (any LanguageModel)?

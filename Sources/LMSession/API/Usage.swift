@@ -28,8 +28,7 @@ extension LanguageModelSession {
         public struct Output: Sendable, Equatable {
             /// Tokens generated.
             public var totalTokenCount: Int
-            /// Of those, tokens of reasoning apart from the response: always 0 here (no model has
-            /// the ``LanguageModelCapabilities/Capability/reasoning`` capability).
+            /// Of those, tokens of reasoning before the response (``ContextOptions/reasoningLevel``).
             public var reasoningTokenCount: Int
 
             /// Output counts.

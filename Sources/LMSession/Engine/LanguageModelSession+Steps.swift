@@ -78,6 +78,10 @@ extension LanguageModelSession {
         }
     }
 
+    func runReasoningHooks(_ profile: Profile) async throws {
+        try await run(profile.reasoningHooks) { try await $0() }
+    }
+
     func runResponseHooks(_ profile: Profile) async throws {
         try await run(profile.responseHooks) { try await $0() }
     }

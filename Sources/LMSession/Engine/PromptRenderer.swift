@@ -11,6 +11,9 @@ struct RenderedPrompt: Sendable, Equatable {
     /// segment opens with instead of its marker when it is a user turn, and what it writes before
     /// its marker otherwise. `nil` once a segment has taken it, and in every other format.
     var carry: (user: [Int], other: [Int])?
+    /// Set after the request's own reasoning: the assistant turn it opened goes on, so the next
+    /// assistant segment (a call, or the response header) writes no header of its own.
+    var continuesAssistantTurn = false
 
     static func == (a: RenderedPrompt, b: RenderedPrompt) -> Bool {
         a.tokens == b.tokens && a.spans.map(\.range) == b.spans.map(\.range)
@@ -171,6 +174,20 @@ struct PromptRenderer: Sendable {
     let assetID: String
     /// Ids of texts rendered before, shared by the model's sessions; `nil` encodes every time.
     let texts: TextTokenCache?
+    /// What opens reasoning at the start of a response, and what closes it before the response
+    /// (``Reasoning``): the vocabulary's `<think>` and `</think>` tokens where it has both (Qwen3,
+    /// DeepSeek-R1 distills), the same words as text otherwise.
+    let reasoningOpen: [Int], reasoningClose: [Int]
+    /// The token that ends reasoning when the model writes it: `</think>` where it is one token;
+    /// `nil` where it is text (reasoning then runs to its budget unless the model ends its turn).
+    let reasoningEnd: Int?
+
+    /// A request's own reasoning as it renders: its tokens, and whether it is closed (the
+    /// response follows) or still open (the model is writing it).
+    struct Reasoning: Sendable {
+        var tokens: [Int]
+        var isClosed: Bool
+    }
 
     init(tokenizer: Tokenizer, texts: TextTokenCache? = nil) {
         self.texts = texts
@@ -252,6 +269,13 @@ struct PromptRenderer: Sendable {
         }
         (toolCall, callEnd, callFormat) = (calls.open, calls.close ?? end, calls.format)
         stopTokens = Set([end, tokenizer.eosToken, tokenizer.bosToken] + stops)
+        /// Markers written after generated tokens: with no SentencePiece dummy space before them.
+        func continuing(_ s: String) -> [Int] { tokenizer.isByteLevel ? encode(s) : tokenizer.encode(continuing: s) }
+        if let think = tokenizer.id(of: "<think>"), let thought = tokenizer.id(of: "</think>") {
+            (reasoningOpen, reasoningClose, reasoningEnd) = ([think] + continuing("\n"), [thought] + continuing("\n\n"), thought)
+        } else {
+            (reasoningOpen, reasoningClose, reasoningEnd) = (continuing("<think>\n"), continuing("\n</think>\n\n"), nil)
+        }
     }
 
     func text(_ s: String) -> [Int] { texts?.tokens(s) ?? tokenizer.encode(s, bos: false) }
@@ -344,8 +368,12 @@ struct PromptRenderer: Sendable {
     /// The whole request: instructions, history, the new prompt (with its schema segment when
     /// it asks for one), then any entries the request added after it (a tool round's call and
     /// output), and the response header.
+    ///
+    /// A `.reasoning` entry among `added` is the request's own, rendered as `reasoning` says inside
+    /// the assistant turn it opens (the response, or a call, continues that turn); reasoning in
+    /// the history renders nothing, as reasoning models' templates drop it from earlier turns.
     func render(_ components: [InstructionComponent], history: [Transcript.Entry], prompt: Transcript.Prompt?,
-                after added: [Transcript.Entry] = [], header: Bool = true) -> RenderedPrompt {
+                after added: [Transcript.Entry] = [], reasoning: Reasoning? = nil, header: Bool = true) -> RenderedPrompt {
         var out = RenderedPrompt()
         renderInstructions(components, into: &out)
         for (i, entry) in history.enumerated() { renderEntry(entry, index: i, into: &out) }
@@ -355,15 +383,28 @@ struct PromptRenderer: Sendable {
                 out.append(schemaTokens(format), as: .responseSchema(name: format.name))
             }
         }
-        for (i, entry) in added.enumerated() { renderEntry(entry, index: history.count + 1 + i, into: &out) }
+        for (i, entry) in added.enumerated() {
+            if case .reasoning = entry, let reasoning {
+                let thought = opening(assistant, userTurn: false, &out) + reasoningOpen + reasoning.tokens + (reasoning.isClosed ? reasoningClose : [])
+                out.append(thought, as: .transcriptEntry(index: history.count + 1 + i, kind: entry.kind))
+                out.continuesAssistantTurn = true
+            } else {
+                renderEntry(entry, index: history.count + 1 + i, into: &out)
+            }
+        }
         if header { out.append(opening(assistant, userTurn: false, &out), as: .responseHeader) }
         return out
     }
 
     /// `marker`, or what replaces it where the instructions ran into this segment
     /// (``RenderedPrompt/carry``, which this takes): the open turn's continuation for a user turn,
-    /// its close and then `marker` for any other.
+    /// its close and then `marker` for any other. Nothing for the assistant's marker right after
+    /// the request's reasoning (``RenderedPrompt/continuesAssistantTurn``): that turn goes on.
     private func opening(_ marker: [Int], userTurn: Bool, _ out: inout RenderedPrompt) -> [Int] {
+        if out.continuesAssistantTurn {
+            out.continuesAssistantTurn = false
+            if marker == assistant { return [] }
+        }
         guard let carry = out.carry else { return marker }
         out.carry = nil
         return userTurn ? carry.user : carry.other + marker

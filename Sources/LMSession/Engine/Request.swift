@@ -7,6 +7,8 @@ struct Request {
     let engine: SessionEngine
     let prompt: Transcript.Prompt
     let options: GenerationOptions
+    /// The request's reasoning level (`ContextOptions`); `nil` takes the profile's.
+    let reasoningLevel: ContextOptions.ReasoningLevel?
     let started: ContinuousClock.Instant
     /// The transcript's version when the request began (see `State.transcriptVersion`).
     let transcriptVersion: UInt64
@@ -25,7 +27,9 @@ struct Request {
         // 1–3. Resolve the profile (running onPrompt), transform a copy of the history, render.
         let plan = try await session.plan(prompt, runHooks: true, renderer: engine.renderer)
         let mode = options.toolCallingMode ?? plan.profile.options.toolCallingMode ?? .allowed
-        try checkCapabilities(offeringTools: !plan.tools.isEmpty && mode != .disallowed)
+        let level = reasoningLevel ?? plan.profile.reasoningLevel
+        try checkCapabilities(offeringTools: !plan.tools.isEmpty && mode != .disallowed, reasoning: level != nil)
+        let reasoning = try level.map(Self.reasoningTokens)
         let guidance = try Guidance(format: prompt.responseFormat, tools: plan.tools, mode: mode, engine: engine)
         defer { guidance.giveBack() }
         var decoding = try session.decodingPlan(options, profile: plan.profile)
@@ -33,18 +37,18 @@ struct Request {
         decoding = try guidance.constrain(decoding, round: 0, mode: mode)
         // 5. Check the window before computing anything.
         let reserved = try checkWindow(plan.rendered, decoding)
-        // 4 and 6. Reuse the cache, prefill the rest, decode; run tools on the way.
-        let turn = try await generate(plan, decoding, guidance, onSnapshot)
+        // 4 and 6. Reuse the cache, prefill the rest, (reason,) decode; run tools on the way.
+        let turn = try await generate(plan, decoding, guidance, reasoning: reasoning.flatMap { fitting($0, plan.rendered, reserved) }, onSnapshot)
         // 7. Append to the transcript, run onResponse, publish the metrics.
         return try await finish(turn, plan, guidance, reserved: reserved)
     }
 
-    /// Throws `unsupportedCapability` when the request needs guided generation or tool calling
-    /// and the model lacks it.
-    private func checkCapabilities(offeringTools: Bool) throws {
+    /// Throws `unsupportedCapability` when the request needs guided generation, tool calling or
+    /// reasoning and the model lacks it.
+    private func checkCapabilities(offeringTools: Bool, reasoning: Bool) throws {
         let capabilities = session.languageModel.capabilities
         for (needed, capability) in [(prompt.responseFormat != nil, LanguageModelCapabilities.Capability.guidedGeneration),
-                                     (offeringTools, .toolCalling)] where needed && !capabilities.contains(capability) {
+                                     (offeringTools, .toolCalling), (reasoning, .reasoning)] where needed && !capabilities.contains(capability) {
             throw LanguageModelError.unsupportedCapability(.init(
                 capability: capability, debugDescription: "the model does not support \(capability), which the request needs"))
         }
@@ -63,6 +67,32 @@ struct Request {
         return reserved
     }
 
+    /// The most tokens a reasoning level lets the model reason: 64 (light), 256 (moderate),
+    /// 1,024 (deep), or a custom level's number.
+    /// - Throws: ``LanguageModelError/invalidOptions(option:reason:)`` for a custom level that is
+    ///   not a positive number of tokens.
+    static func reasoningTokens(_ level: ContextOptions.ReasoningLevel) throws -> Int {
+        switch level {
+        case .light: return 64
+        case .moderate: return 256
+        case .deep: return 1024
+        case let .custom(text):
+            guard let tokens = Int(text.trimmingCharacters(in: .whitespaces)), tokens > 0 else {
+                throw LanguageModelError.invalidOptions(
+                    option: "reasoningLevel", reason: "custom(\"\(text)\") is not a positive number of tokens, which a custom level names here")
+            }
+            return tokens
+        }
+    }
+
+    /// `tokens` of reasoning, cut to what the window leaves beside the request, the response's
+    /// reservation and the reasoning's markers; `nil` (no reasoning) when it leaves none.
+    private func fitting(_ tokens: Int, _ rendered: RenderedPrompt, _ reserved: Int) -> Int? {
+        let markers = engine.renderer.reasoningOpen.count + engine.renderer.reasoningClose.count
+        let room = engine.contextSize - rendered.tokens.count - reserved - markers
+        return room > 0 ? min(tokens, room) : nil
+    }
+
     /// What generation produced: the last run, the entries added before the response (tool
     /// rounds), the usage, the invalidation report of the first run, the last rendered request.
     struct Turn {
@@ -77,13 +107,27 @@ struct Request {
         var overflow: LanguageModelError?
     }
 
-    private func generate(_ plan: RequestPlan, _ first: Decoding, _ guidance: Guidance,
+    private func generate(_ plan: RequestPlan, _ first: Decoding, _ guidance: Guidance, reasoning: Int?,
                           _ onSnapshot: (@Sendable (Snapshot) -> Void)?) async throws -> Turn {
-        let switched = await engine.switchProfile(to: plan.profile.identity)
+        var switched = await engine.switchProfile(to: plan.profile.identity)
         var decoding = first
         var rendered = plan.rendered
         var added: [Transcript.Entry] = []
         var turn: Turn?
+        var thought: PromptRenderer.Reasoning?
+        if let reasoning {
+            // The model reasons first, in the assistant turn, which the response (or a call) continues.
+            let (outcome, opened) = try await reason(plan, first, tokens: reasoning, profileSwitched: switched)
+            switched = false
+            turn = Turn(outcome: outcome, invalidation: outcome.reuse.report, rendered: opened)
+            turn!.record(outcome, started: started)
+            turn!.usage.output.reasoningTokenCount = outcome.generated.count
+            let text = LanguageModelSession.text(outcome.generated, engine.model.tokenizer)
+            added = [.reasoning(Transcript.Reasoning(segments: [.text(.init(content: text))]))]
+            thought = .init(tokens: outcome.generated, isClosed: true)
+            rendered = engine.renderer.render(plan.components, history: plan.history, prompt: plan.prompt, after: added, reasoning: thought)
+            try await session.runReasoningHooks(plan.profile)
+        }
         for round in 0... {
             if round > 0 {
                 // The tool hooks may have changed what the profile asks (`.toolCallingMode(done ? .allowed
@@ -110,17 +154,34 @@ struct Request {
             } catch let error as RuntimeError {
                 throw LanguageModelError.runtime(error)
             }
-            if turn == nil { turn = Turn(outcome: outcome, invalidation: outcome.reuse.report, rendered: rendered, guide: decoding.guide) }
+            if turn == nil { turn = Turn(outcome: outcome, invalidation: outcome.reuse.report, rendered: rendered) }
             turn!.record(outcome, started: started)
             turn!.rendered = rendered
+            if round == 0 { turn!.guide = decoding.guide }
             // `constrain` decides whether a round may call; a round that did not call answered.
             guard case let .toolCall(callTokens) = outcome.ending else { break }
             // A tool call: record it, run the tool, record its output, and let the model continue.
             added += try await session.callTool(callTokens, profile: plan.profile, tools: plan.tools, renderer: engine.renderer)
-            rendered = engine.renderer.render(plan.components, history: plan.history, prompt: plan.prompt, after: added)
+            rendered = engine.renderer.render(plan.components, history: plan.history, prompt: plan.prompt, after: added, reasoning: thought)
         }
         turn!.added = added
         return turn!
+    }
+
+    /// The reasoning run: the request with the reasoning opened after the response header, then
+    /// free text (no grammar, no calls) until `</think>` where it is a token, the end of the turn,
+    /// or `tokens`. Returns the run and what it rendered.
+    private func reason(_ plan: RequestPlan, _ first: Decoding, tokens: Int, profileSwitched: Bool) async throws -> (RunOutcome, RenderedPrompt) {
+        let opened = engine.renderer.render(plan.components, history: plan.history, prompt: plan.prompt,
+                                            after: [.reasoning(Transcript.Reasoning(segments: []))],
+                                            reasoning: .init(tokens: [], isClosed: false), header: false)
+        var decoding = Decoding(strategy: first.strategy, seed: first.seed, budget: tokens, steering: first.steering, toolsOffered: false)
+        decoding.stopToken = engine.renderer.reasoningEnd
+        do {
+            return (try await engine.run(opened, profileSwitched: profileSwitched, decoding: decoding, started: started) { _ in }, opened)
+        } catch let error as RuntimeError {
+            throw LanguageModelError.runtime(error)
+        }
     }
 
     private func finish(_ turn: Turn, _ plan: RequestPlan, _ guidance: Guidance, reserved: Int) async throws -> Result {
@@ -134,7 +195,7 @@ struct Request {
                                usage: usage, since: transcriptVersion)
             throw overflow
         }
-        usage.output.totalTokenCount = outcome.generated.count
+        usage.output.totalTokenCount = outcome.generated.count + usage.output.reasoningTokenCount
         usage.guidedMaskNanoseconds = turn.guide?.maskNanoseconds ?? []
         let text = LanguageModelSession.text(outcome.generated, engine.model.tokenizer)
         let (raw, structure) = outcome.ending == .contextFull ? (GeneratedContent(kind: .string(text)), nil) : try guidance.content(text)
@@ -181,6 +242,7 @@ extension Request.Turn {
 extension LanguageModelSession {
     /// Runs a request, holding the session's one-request-at-a-time flag and waiting for a prewarm.
     func perform(_ prompt: Prompt, options: GenerationOptions, format: Transcript.ResponseFormat?,
+                 reasoningLevel: ContextOptions.ReasoningLevel? = nil,
                  metadata: [String: GeneratedContent] = [:], onSnapshot: (@Sendable (Request.Snapshot) -> Void)? = nil) async throws -> Request.Result {
         let started = ContinuousClock.now
         let (pendingPrewarm, version) = try changing(\.isResponding) { state -> (Task<Void, Never>?, UInt64) in
@@ -193,17 +255,18 @@ extension LanguageModelSession {
         await pendingPrewarm?.value
         state.withLock { $0.prewarm = nil }
         let request = Request(session: self, engine: try engine(), prompt: .init(text: prompt.text, options: options, responseFormat: format, metadata: metadata),
-                              options: options, started: started, transcriptVersion: version)
+                              options: options, reasoningLevel: reasoningLevel, started: started, transcriptVersion: version)
         return try await request.run(onSnapshot: onSnapshot)
     }
 
     /// Streams a request's snapshots, converted to `Content`.
     func stream<Content: Generable>(_ prompt: Prompt, options: GenerationOptions, format: Transcript.ResponseFormat?,
-                                    metadata: [String: GeneratedContent]) -> ResponseStream<Content> {
+                                    reasoningLevel: ContextOptions.ReasoningLevel?, metadata: [String: GeneratedContent]) -> ResponseStream<Content> {
         let (stream, continuation) = AsyncThrowingStream<ResponseStream<Content>.Snapshot, any Swift.Error>.makeStream()
         let task = Task<Response<Content>, any Swift.Error> {
             do {
-                let (response, raw) = try await perform(prompt, options: options, format: format, metadata: metadata) { snapshot in
+                let (response, raw) = try await perform(prompt, options: options, format: format, reasoningLevel: reasoningLevel,
+                                                  metadata: metadata) { snapshot in
                     guard let content = try? Content.PartiallyGenerated(snapshot.raw) else { return }
                     continuation.yield(.init(content: content, rawContent: snapshot.raw, usage: snapshot.usage))
                 }

@@ -41,6 +41,8 @@ struct Decoding: Sendable {
     var toolCall: GuidedDecoder? = nil
     /// Forces the response to open with a tool call (`ToolCallingMode.required`).
     var requiresToolCall = false
+    /// A token that ends the run besides the renderer's stop tokens (`</think>` for reasoning).
+    var stopToken: Int? = nil
 }
 
 /// A session's KV cache and renderer, run on its model's shared transformer; requests run
@@ -171,7 +173,7 @@ actor SessionEngine {
                 outcome.generated.removeSubrange(start...)
                 break
             }
-            if renderer.stopTokens.contains(next) { break }
+            if renderer.stopTokens.contains(next) || next == decoding.stopToken { break }
             outcome.generated.append(next)
             if callStart == nil { onToken(outcome.generated) }
             if let start = callStart, outcome.generated.count - 1 >= start + (renderer.callOpensWithJSON ? 0 : 1) {   // past any opening tag
