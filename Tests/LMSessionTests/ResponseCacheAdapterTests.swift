@@ -33,4 +33,18 @@ struct ResponseCacheAdapterTests {
         let kb = try await b.cacheKey(for: "Hello", options: short())
         #expect(ka == kb && ka.tags == ["home"])
     }
+
+    /// A profile that reasons answers otherwise: its level is part of the key.
+    @Test func cacheKey_differsWithTheProfilesReasoningLevel() async throws {
+        func session(_ level: ContextOptions.ReasoningLevel?) -> LanguageModelSession {
+            LanguageModelSession(profile: LanguageModelSession.Profile { Instructions(Self.instructions) }
+                .model(tinyModel).reasoningLevel(level))
+        }
+        let none = try await session(nil).cacheKey(for: "Hello", options: short())
+        let light = try await session(.light).cacheKey(for: "Hello", options: short())
+        let deep = try await session(.deep).cacheKey(for: "Hello", options: short())
+        #expect(Set([none, light, deep]).count == 3)
+        #expect(try await session(.light).cacheKey(for: "Hello", options: short()) == light)
+        #expect(none == (try await LanguageModelSession(model: tinyModel, instructions: Self.instructions).cacheKey(for: "Hello", options: short())))
+    }
 }

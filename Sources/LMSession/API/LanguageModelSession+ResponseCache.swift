@@ -19,7 +19,8 @@ public struct CachedResponse: Codable, Sendable, Equatable {
 extension LanguageModelSession {
     /// The cache key of a request: a SHA-256 over the model's identity and configuration, the
     /// exact tokens the request would render (instructions, tools, history after the stateless
-    /// transform, the prompt) and the generation options, plus a data fingerprint and tags.
+    /// transform, the prompt), the generation options and the profile's reasoning level (when it
+    /// has one), plus a data fingerprint and tags.
     public func cacheKey(for prompt: Prompt, options: GenerationOptions = GenerationOptions(),
                          dataFingerprint: String? = nil, tags: Set<String> = [], schemaVersion: Int = 1) async throws -> CacheKey {
         let engine = try engine()
@@ -30,8 +31,9 @@ extension LanguageModelSession {
         let merged = GenerationOptions(samplingMode: options.samplingMode ?? profile.options.samplingMode,
                                        temperature: options.temperature ?? profile.options.temperature,
                                        maximumResponseTokens: options.maximumResponseTokens ?? profile.options.maximumResponseTokens)
+        let reasoning = profile.reasoningLevel.map { ["reasoning:\($0)"] } ?? []   // none: the keys made before reasoning
         return CacheKey(parts: ["model:\(engine.model.name)", "config:\(configJSON)",
-                                "tokens:\(tokens.map(String.init).joined(separator: ","))", "options:\(merged)"],
+                                "tokens:\(tokens.map(String.init).joined(separator: ","))", "options:\(merged)"] + reasoning,
                         dataFingerprint: dataFingerprint, tags: tags, schemaVersion: schemaVersion)
     }
 
