@@ -28,6 +28,22 @@ struct ReasoningTests {
 
     static func text(_ s: String) -> [Int] { tokenizer.encode(s, bos: false) }
 
+    /// FoundationModels' iOS 27 shape (`init(id:metadata:segments:signature:)`, `description`), and
+    /// entries saved before `metadata` and `signature` existed.
+    @Test func reasoning_hasTheIOS27ShapeAndReadsEntriesSavedBeforeIt() throws {
+        let reasoning = Transcript.Reasoning(metadata: ["source": "plan"], segments: [.text(.init(content: "pace first"))],
+                                             signature: Data([1, 2, 3]))
+        #expect(reasoning.description == "pace first" && reasoning.metadata == ["source": "plan".generatedContent])
+        let saved = try JSONEncoder().encode(reasoning)
+        let again = try JSONDecoder().decode(Transcript.Reasoning.self, from: saved)
+        #expect(again == reasoning && again.id == reasoning.id && again.signature == Data([1, 2, 3]))
+        var old = try #require(try JSONSerialization.jsonObject(with: saved) as? [String: Any])
+        old["metadata"] = nil
+        old["signature"] = nil
+        let before = try JSONDecoder().decode(Transcript.Reasoning.self, from: JSONSerialization.data(withJSONObject: old))
+        #expect(before.id == reasoning.id && before.segments == reasoning.segments && before.metadata.isEmpty && before.signature == nil)
+    }
+
     @Test func respond_reasonsFirstThenAnswersInTheSameTurn() async throws {
         let session = LanguageModelSession(model: tinyModel, instructions: "Plan a run.")
         let thought = Self.text("pace first"), answer = Self.text("Run easy.")

@@ -95,7 +95,9 @@ struct TranscriptRoundTripTests {
                     : Transcript.StructuredSegment(id: "segment-" + text(), source: "Plan", content: content())
                 return .response(.init(id: id, text: text(), tokenIDs: (0 ..< int(8)).map { _ in int(4096) }, structure: structure,
                                        assetIDs: (0 ..< int(3)).map { _ in "tokenizer:" + text() }, metadata: metadata()))
-            default: return .reasoning(.init(id: id, segments: (0 ..< int(3)).map { _ in segment() }))
+            default:
+                return .reasoning(.init(id: id, metadata: metadata(), segments: (0 ..< int(3)).map { _ in segment() },
+                                        signature: int(2) == 0 ? nil : Data((0 ..< int(9)).map { _ in UInt8(int(256)) })))
             }
         }
     }

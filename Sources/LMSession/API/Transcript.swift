@@ -67,16 +67,26 @@ public struct Transcript: Sendable, Equatable, Codable, RandomAccessCollection {
     }
 
     /// Reasoning the model wrote before responding.
-    public struct Reasoning: Sendable, Equatable, Codable, Identifiable {
+    public struct Reasoning: Sendable, Equatable, Codable, Identifiable, CustomStringConvertible {
         /// The entry's identifier.
         @EntryIdentity public var id: String
-        /// The reasoning's content.
+        /// The reasoning's content: its text (``ContextOptions/reasoningLevel``).
         public var segments: [Segment]
+        /// What the app associated with the reasoning; renders nothing.
+        public var metadata: [String: GeneratedContent]
+        /// An opaque signature a model may attach to its reasoning; `nil` for the models here.
+        public var signature: Data?
         /// A reasoning entry.
-        public init(id: String = UUID().uuidString, segments: [Segment]) {
+        public init(id: String = UUID().uuidString, metadata: [String: any ConvertibleToGeneratedContent] = [:],
+                    segments: [Segment], signature: Data? = nil) {
             self.id = id
+            self.metadata = metadata.mapValues(\.generatedContent)
             self.segments = segments
+            self.signature = signature
         }
+
+        /// The reasoning's text.
+        public var description: String { segments.map(\.text).joined(separator: "\n") }
     }
 
     /// An instructions entry: instruction texts and tool definitions, in declaration order.
@@ -427,6 +437,20 @@ extension Transcript.Response {
         structure = try c.decodeIfPresent(Transcript.StructuredSegment.self, forKey: .structure)
         assetIDs = try c.decodeIfPresent([String].self, forKey: .assetIDs) ?? []
         metadata = try c.decodeIfPresent([String: GeneratedContent].self, forKey: .metadata) ?? [:]
+    }
+}
+
+extension Transcript.Reasoning {
+    private enum CodingKeys: String, CodingKey { case id, segments, metadata, signature }
+
+    /// Reads a reasoning entry; `metadata` and `signature` may be absent (entries saved before
+    /// they existed read with none).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        _id = try c.decode(EntryIdentity.self, forKey: .id)
+        segments = try c.decode([Transcript.Segment].self, forKey: .segments)
+        metadata = try c.decodeIfPresent([String: GeneratedContent].self, forKey: .metadata) ?? [:]
+        signature = try c.decodeIfPresent(Data.self, forKey: .signature)
     }
 }
 
