@@ -498,7 +498,13 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                 try await LanguageModelSession(model: tiny)
                     .respond(to: "Go.", schema: schema, options: GenerationOptions(maximumResponseTokens: 24)).rawContent
             })
-            var results = [answered]
+            // And after a few tokens of reasoning, which the value's grammar must not see.
+            let reasoned = await Result(running: { () async throws -> GeneratedContent? in
+                try await LanguageModelSession(model: tiny)
+                    .respond(to: "Go.", schema: schema, options: GenerationOptions(maximumResponseTokens: 24),
+                             contextOptions: ContextOptions(reasoningLevel: .custom("3"))).rawContent
+            })
+            var results = [answered, reasoned]
             for (model, budget) in [(tiny, 32), (taggedTiny, 64), (llama3Tiny, 64), (mistralTiny, 64)] {
                 let probe = ProbeTool(parameters: schema, calls: Locked([]))
                 results.append(await Result(running: { () async throws -> GeneratedContent? in

@@ -157,6 +157,16 @@ public enum ScenarioCatalog {
             let session = LanguageModelSession(model: c.model, instructions: ScenarioTexts.coachInstructions)
             try await c.converse(session, ScenarioTexts.coachPrompts, contextOptions: ContextOptions(reasoningLevel: .light))
         },
+        Scenario(name: "reasoning-prewarm", group: 6,
+                 title: "The same reasoning, with prewarm() after each answer while the user reads and types") { c in
+            let session = LanguageModelSession(model: c.model, instructions: ScenarioTexts.coachInstructions)
+            for t in 0 ..< c.turns {
+                try await c.turn(t, session, ScenarioTexts.prompt(ScenarioTexts.coachPrompts, turn: t),
+                                 contextOptions: ContextOptions(reasoningLevel: .light))
+                session.prewarm()   // recomputes the answer without its reasoning, off the next request's path
+                await session.waitForPrewarm()
+            }
+        },
         Scenario(name: "trim-every-turn", group: 7, title: "Near the context limit: drop the oldest turn every turn") { c in
             try await nearLimit(c, consolidate: false)
         },

@@ -73,6 +73,19 @@ struct ScenarioTests {
         }
     }
 
+    /// With `prewarm()` after each reasoned answer, the next request finds that answer recomputed
+    /// without its reasoning: it reuses everything up to its own prompt.
+    @Test func reasoningPrewarm_keepsEveryTurnAnAppend() async throws {
+        let turns = try await run("reasoning-prewarm"), plain = try await run("reasoning-every-turn")
+        let open = Self.tokenizer.encode(continuing: "<think>\n").count
+        for (t, turn) in turns.enumerated().dropFirst() {
+            #expect(turn.invalidated_at == nil, "\(turn)")
+            // It computes its prompt and the opened reasoning; without prewarm, the previous answer too.
+            #expect(turn.input_tokens - turn.cached_tokens < plain[t].input_tokens - plain[t].cached_tokens)
+            #expect(turn.input_tokens - turn.cached_tokens > open)
+        }
+    }
+
     @Test func changingTop_reusesNothingPastTheFirstDifferingToken() async throws {
         let turns = try await run("changing-top")
         for (i, turn) in turns.enumerated().dropFirst() {

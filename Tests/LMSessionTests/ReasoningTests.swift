@@ -88,6 +88,22 @@ struct ReasoningTests {
         #expect(plain.invalidation == nil)
     }
 
+    /// `prewarm()` after a reasoned turn recomputes that turn's response without the reasoning
+    /// ahead of time: the next request then only appends.
+    @Test func prewarm_afterAReasonedTurnRecomputesItsResponseAhead() async throws {
+        let session = LanguageModelSession(model: tinyModel, instructions: "Plan a run.")
+        let thought = Self.text("pace first"), answer = Self.text("Run easy.")
+        Self.steer(session, [thought, answer + [Self.renderer.end]])
+        _ = try await session.respond(to: "Tomorrow?", options: short(20), contextOptions: ContextOptions(reasoningLevel: .custom("3")))
+        session.setTokenSteering(nil)
+        session.prewarm()
+        let next = try await session.respond(to: "And after?", options: short(4))
+        #expect(next.invalidation == nil)
+        let prompt = Self.renderer.user.count + Self.text("And after?").count + Self.renderer.close.count + Self.renderer.assistant.count
+        #expect(next.usage.input.totalTokenCount - next.usage.input.cachedTokenCount == prompt)
+        try await session.expectCacheExact()
+    }
+
     @Test func respond_aVocabularyWithThinkTokensStopsReasoningAtItsClose() async throws {
         let vocabulary = try chatMLVocabulary(adding: ["<think>", "</think>"])
         let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: vocabulary.vocabSize, contextLength: 512))
