@@ -98,14 +98,15 @@ struct TaggedToolCallTests {
         #expect(callTokens.filter { $0 == renderer.toolCall || $0 == renderer.callEnd }.count == 2)
     }
 
-    @Test func toolCalling_aTaggedCallRunsTheToolAndTheNextTurnReusesTheRound() async throws {
+    /// Runs a steered call to the weather tool (`call`'s ids, then the answer "It is sunny."),
+    /// checks the round is recorded as generated and the cache exact, then a next turn. Returns
+    /// that turn's response and what the cache held before it.
+    func weatherRound(_ model: SystemLanguageModel, _ vocabulary: Tokenizer, call: [Int]) async throws
+        -> (next: LanguageModelSession.Response<String>, held: [Int]) {
         let tool = WeatherTool()
-        let session = LanguageModelSession(model: Self.model, tools: [tool], instructions: "Answer about the weather.")
-        let renderer = PromptRenderer(tokenizer: Self.vocabulary)
-        let call = [renderer.toolCall!] + Self.vocabulary.encode(#"{"name":"weather","arguments":{"city":"Lisbon"}}"#, bos: false)
-            + [renderer.callEnd]
-        let answer = Self.vocabulary.encode("It is sunny.", bos: false) + [renderer.end]
-        session.steer(call: call, then: answer)
+        let session = LanguageModelSession(model: model, tools: [tool], instructions: "Answer about the weather.")
+        let renderer = PromptRenderer(tokenizer: vocabulary)
+        session.steer(call: call, then: vocabulary.encode("It is sunny.", bos: false) + [renderer.end])
         let response = try await session.respond(to: "Weather in Lisbon?", options: short(60))
         #expect(tool.calls.value.withLock { $0 } == 1)
         #expect(response.content == "It is sunny.")
@@ -114,15 +115,23 @@ struct TaggedToolCallTests {
             calls: [.init(toolName: "weather", arguments: GeneratedContent(properties: ["city": "Lisbon"]))], tokenIDs: call,
             assetIDs: [renderer.assetID])))
         try await session.expectCacheExact()
-        // The turn closed with `<|im_end|>` and ChatML's newline: the next turn computes only its prompt.
         let held = try await session.cachedTokens
         session.setTokenSteering(nil)
         let next = try await session.respond(to: "Thanks!", options: short())
+        try await session.expectCacheExact()
+        return (next, held)
+    }
+
+    @Test func toolCalling_aTaggedCallRunsTheToolAndTheNextTurnReusesTheRound() async throws {
+        let renderer = PromptRenderer(tokenizer: Self.vocabulary)
+        let call = [renderer.toolCall!] + Self.vocabulary.encode(#"{"name":"weather","arguments":{"city":"Lisbon"}}"#, bos: false)
+            + [renderer.callEnd]
+        let (next, held) = try await weatherRound(Self.model, Self.vocabulary, call: call)
+        // The turn closed with `<|im_end|>` and ChatML's newline: the next turn computes only its prompt.
         #expect(next.invalidation == nil)
         #expect(next.usage.input.cachedTokenCount == held.count && held.suffix(2) == renderer.close[...])
         let prompt = renderer.user.count + Self.vocabulary.encode("Thanks!", bos: false).count + renderer.close.count + renderer.assistant.count
         #expect(next.usage.input.totalTokenCount - next.usage.input.cachedTokenCount == prompt)
-        try await session.expectCacheExact()
     }
 
     /// Llama 3's `<|eom_id|>` outside a call ends the response like `<|eot_id|>` (llama.cpp stops
@@ -148,26 +157,11 @@ struct TaggedToolCallTests {
     /// whose first token opens one is a call, under the call grammar, closed by `<|eot_id|>`; the
     /// tool runs, and the next turn reuses the whole round.
     @Test func toolCalling_aLlama3ResponseThatOpensAJSONObjectIsACall() async throws {
-        let tool = WeatherTool()
-        let session = LanguageModelSession(model: Self.llama3Model, tools: [tool], instructions: "Answer about the weather.")
         let renderer = PromptRenderer(tokenizer: Self.llama3)
         let call = Self.llama3.encode(#"{"name":"weather","parameters":{"city":"Lisbon"}}"#, bos: false) + [renderer.callEnd]
         #expect(renderer.opensJSONObject(call[0]))
-        let answer = Self.llama3.encode("It is sunny.", bos: false) + [renderer.end]
-        session.steer(call: call, then: answer)
-        let response = try await session.respond(to: "Weather in Lisbon?", options: short(60))
-        #expect(tool.calls.value.withLock { $0 } == 1)
-        #expect(response.content == "It is sunny.")
-        #expect(response.transcriptEntries.map(\.kind) == ["prompt", "toolCalls", "toolOutput", "response"])
-        #expect(response.transcriptEntries.dropFirst().first == .toolCalls(.init(
-            calls: [.init(toolName: "weather", arguments: GeneratedContent(properties: ["city": "Lisbon"]))], tokenIDs: call,
-            assetIDs: [renderer.assetID])))
-        try await session.expectCacheExact()
-        let held = try await session.cachedTokens
-        session.setTokenSteering(nil)
-        let next = try await session.respond(to: "Thanks!", options: short())
+        let (next, held) = try await weatherRound(Self.llama3Model, Self.llama3, call: call)
         #expect(next.invalidation == nil && next.usage.input.cachedTokenCount == held.count)
-        try await session.expectCacheExact()
     }
 
     /// With tools offered, a Llama 3 response that starts otherwise is text, and one that starts a
