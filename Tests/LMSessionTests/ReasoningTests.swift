@@ -199,6 +199,21 @@ struct ReasoningTests {
         try await session.expectCacheExact()
     }
 
+    /// A response budget that leaves the window no room for reasoning: the request is answered
+    /// without it.
+    @Test func respond_withNoRoomLeftAnswersWithoutReasoning() async throws {
+        let probe = LanguageModelSession(model: tinyModel, instructions: "Plan a run.")
+        let request = try await probe.respond(to: "Tomorrow?", options: short(1)).usage.input.totalTokenCount
+        let session = LanguageModelSession(model: tinyModel, instructions: "Plan a run.")
+        let budget = tinyModel.contextSize - request - Self.renderer.reasoningOpen.count - Self.renderer.reasoningClose.count
+        let response = try await session.respond(to: "Tomorrow?", options: short(budget), contextOptions: ContextOptions(reasoningLevel: .deep))
+        #expect(response.transcriptEntries.map(\.kind) == ["prompt", "response"] && response.usage.output.reasoningTokenCount == 0)
+        // One token less for the response leaves one for reasoning.
+        let fresh = LanguageModelSession(model: tinyModel, instructions: "Plan a run.")
+        let one = try await fresh.respond(to: "Tomorrow?", options: short(budget - 1), contextOptions: ContextOptions(reasoningLevel: .deep))
+        #expect(one.transcriptEntries.map(\.kind) == ["prompt", "reasoning", "response"] && one.usage.output.reasoningTokenCount <= 1)
+    }
+
     @Test func streamResponse_snapshotsShowTheResponseNotTheReasoning() async throws {
         let session = LanguageModelSession(model: tinyModel, instructions: "Plan a run.")
         let thought = Self.text("secret plan"), answer = Self.text("Run easy.")
