@@ -35,10 +35,11 @@ struct Request {
         var decoding = try session.decodingPlan(options, profile: plan.profile)
         decoding.toolsOffered = !plan.tools.isEmpty
         decoding = try guidance.constrain(decoding, round: 0, mode: mode)
-        // 5. Check the window before computing anything.
+        // 5. Check the window before computing anything; reasoning gets what it leaves.
         let reserved = try checkWindow(plan.rendered, decoding)
+        let thinking = reasoning.flatMap { fitting($0, plan.rendered, reserved) }
         // 4 and 6. Reuse the cache, prefill the rest, (reason,) decode; run tools on the way.
-        let turn = try await generate(plan, decoding, guidance, reasoning: reasoning.flatMap { fitting($0, plan.rendered, reserved) }, onSnapshot)
+        let turn = try await generate(plan, decoding, guidance, reasoning: thinking, onSnapshot)
         // 7. Append to the transcript, run onResponse, publish the metrics.
         return try await finish(turn, plan, guidance, reserved: reserved)
     }
