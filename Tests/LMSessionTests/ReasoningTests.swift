@@ -104,6 +104,32 @@ struct ReasoningTests {
         try await session.expectCacheExact()
     }
 
+    /// The shared prefix store keeps a reasoned turn only up to its prompt: later requests render
+    /// it without the reasoning, so the rows after would serve no one. A turn without reasoning is
+    /// kept whole.
+    @Test func respond_aReasonedTurnIsSharedOnlyUpToItsPrompt() async throws {
+        let model = SystemLanguageModel(named: "tiny", prefixStore: .memoryOnly(memoryByteLimit: 64 << 20))
+        let loaded = try model.loaded()
+        func stored(_ tokens: [Int], _ boundaries: [Int]) -> Int {
+            let cache = Transformer(weights: loaded.weights).makeCache()
+            return loaded.prefixStore.restore(into: cache, tokens: tokens, boundaries: boundaries).total
+        }
+        for reasons in [true, false] {
+            let session = LanguageModelSession(model: model, instructions: "Plan a run, \(reasons).")
+            let response = try await session.respond(to: "Tomorrow?", options: short(6),
+                                                     contextOptions: ContextOptions(reasoningLevel: reasons ? .custom("4") : nil))
+            let held = try await session.cachedTokens
+            if reasons {
+                let start = try #require(held.indices.last { held[$0...].starts(with: Self.renderer.reasoningOpen) })
+                let promptEnd = start - Self.renderer.assistant.count
+                #expect(response.transcriptEntries.map(\.kind) == ["prompt", "reasoning", "response"])
+                #expect(stored(held, [promptEnd, held.count]) == promptEnd)
+            } else {
+                #expect(stored(held, [held.count]) == held.count)
+            }
+        }
+    }
+
     @Test func respond_aVocabularyWithThinkTokensStopsReasoningAtItsClose() async throws {
         let vocabulary = try chatMLVocabulary(adding: ["<think>", "</think>"])
         let weights = Fixtures.tinyWeights(Fixtures.tinyConfig(vocabSize: vocabulary.vocabSize, contextLength: 512))

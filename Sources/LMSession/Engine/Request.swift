@@ -103,6 +103,8 @@ struct Request {
         var invalidation: InvalidationReport?
         var rendered: RenderedPrompt
         var guide: GuidedDecoder?
+        /// Where the turn the model reasoned in began (the prompt's end), when it reasoned.
+        var reasoningStart: Int?
         /// Set when a later tool round no longer fits the window (the tools' entries made the
         /// request longer): the turn ends there, as when the window fills mid-response.
         var overflow: LanguageModelError?
@@ -123,6 +125,7 @@ struct Request {
             turn = Turn(outcome: outcome, invalidation: outcome.reuse.report, rendered: opened)
             turn!.record(outcome, started: started)
             turn!.usage.output.reasoningTokenCount = outcome.generated.count
+            turn!.reasoningStart = opened.spans.last?.range.lowerBound
             let text = LanguageModelSession.text(outcome.generated, engine.model.tokenizer)
             added = [.reasoning(Transcript.Reasoning(segments: [.text(.init(content: text))]))]
             thought = .init(tokens: outcome.generated, isClosed: true)
@@ -212,9 +215,11 @@ struct Request {
                 contextSize: engine.contextSize, tokenCount: outcome.inputTokens + outcome.generated.count,
                 promptTokenCount: outcome.inputTokens, responseBudget: reserved))
         }
-        // Run the last token and the closing marker so the cache holds the turn as it will render.
+        // Run the last token and the closing marker so the cache holds the turn as it will render,
+        // and share it. A reasoned turn renders without its reasoning from the next request on: its
+        // rows past the prompt would serve no one, so it is shared only up to there.
         if try await engine.close(after: outcome.pending) > 0 {
-            await engine.publish(turn.rendered, turnEnded: true)   // the turn is complete in the cache: share it
+            await engine.publish(turn.rendered, turnEnded: true, upTo: turn.reasoningStart)
         }
         try session.record(profile: plan.profile, components: plan.components, added: entries, usage: usage, since: transcriptVersion)
         try await session.runResponseHooks(plan.profile)

@@ -109,10 +109,10 @@ actor SessionEngine {
     }
 
     /// Publishes the cache to the shared store at the end of the instructions and of each
-    /// response `rendered` holds, and at the cache's end when a turn has just ended there.
-    func publish(_ rendered: RenderedPrompt, turnEnded: Bool) {
+    /// response `rendered` holds, and, when a turn has just ended, at `end` (`nil`: the cache's end).
+    func publish(_ rendered: RenderedPrompt, turnEnded: Bool, upTo end: Int? = nil) {
         preamble = Array(rendered.tokens.prefix(rendered.preambleEnd))
-        let boundaries = rendered.publishBoundaries + (turnEnded ? [cache.count] : [])
+        let boundaries = rendered.publishBoundaries + (turnEnded ? [end ?? cache.count] : [])
         model.prefixStore.publish(cache, boundaries: boundaries.filter { $0 <= cache.count })
     }
 
