@@ -44,6 +44,22 @@ struct ReasoningTests {
         #expect(before.id == reasoning.id && before.segments == reasoning.segments && before.metadata.isEmpty && before.signature == nil)
     }
 
+    /// A saved conversation with reasoning (`Fuzz/corpus/transcript/reasoning.json`: a signature,
+    /// no metadata, no ids) loads, and a session on it renders nothing of the reasoning.
+    @Test func transcript_savedWithReasoningLoadsAndRendersWithoutIt() async throws {
+        let url = Fixtures.packageRoot.appendingPathComponent("Fuzz/corpus/transcript/reasoning.json")
+        let transcript = try JSONDecoder().decode(Transcript.self, from: Data(contentsOf: url))
+        guard case let .reasoning(reasoning) = transcript.history.dropFirst().first else { Issue.record("no reasoning"); return }
+        #expect(reasoning.description == "pace first" && reasoning.signature == Data([1, 2, 3]) && reasoning.metadata.isEmpty)
+        let restored = LanguageModelSession(model: tinyModel, transcript: transcript)
+        let without = Transcript(entries: transcript.entries.filter { $0.kind != "reasoning" })
+        let plain = LanguageModelSession(model: tinyModel, transcript: without)
+        let a = try await restored.respond(to: "And after?", options: short(2))
+        let b = try await plain.respond(to: "And after?", options: short(2))
+        #expect(a.usage.input.totalTokenCount == b.usage.input.totalTokenCount)
+        #expect(try await restored.cachedTokens == plain.cachedTokens)
+    }
+
     @Test func respond_reasonsFirstThenAnswersInTheSameTurn() async throws {
         let session = LanguageModelSession(model: tinyModel, instructions: "Plan a run.")
         let thought = Self.text("pace first"), answer = Self.text("Run easy.")
