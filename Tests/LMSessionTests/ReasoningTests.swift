@@ -167,21 +167,29 @@ struct ReasoningTests {
         try await session.expectCacheExact()
     }
 
-    @Test func respond_aCallAfterReasoningContinuesItsTurn() async throws {
+    /// A call continues the turn the reasoning opened; after the tool's output the model reasons
+    /// again before it answers (as reasoning models do inside a turn).
+    @Test func respond_aCallAfterReasoningContinuesItsTurnAndTheNextRoundReasonsAgain() async throws {
         let tool = WeatherTool()
         let session = LanguageModelSession(model: tinyModel, tools: [tool], instructions: "Plan a run.")
-        let thought = Self.text("check weather")
+        let thought = Self.text("check weather"), again = Array(Self.text("sunny then, so go early").prefix(thought.count))
         let call = [Self.renderer.toolCall!] + Self.text(#"weather {"city":"Lisbon"}"#) + [Self.renderer.end]
         let answer = Self.text("Run at dawn.")
-        Self.steer(session, [thought, call, answer + [Self.renderer.end]])
-        let response = try await session.respond(to: "Tomorrow in Lisbon?", options: short(30),
-                                                 contextOptions: ContextOptions(reasoningLevel: .custom("\(thought.count)")))
+        Self.steer(session, [thought, call, again, answer + [Self.renderer.end]])
+        let level = ContextOptions(reasoningLevel: .custom("\(thought.count)"))   // both run to this budget
+        let response = try await session.respond(to: "Tomorrow in Lisbon?", options: short(30), contextOptions: level)
         #expect(tool.calls.value.withLock { $0 } == 1 && response.content == "Run at dawn.")
-        #expect(response.transcriptEntries.map(\.kind) == ["prompt", "reasoning", "toolCalls", "toolOutput", "response"])
-        // The call follows the reasoning's close with no second header, as it was generated.
+        #expect(response.transcriptEntries.map(\.kind) == ["prompt", "reasoning", "toolCalls", "toolOutput", "reasoning", "response"])
+        let reasonings = response.transcriptEntries.compactMap { if case let .reasoning(r) = $0 { r.description } else { nil } }
+        #expect(reasonings == ["check weather", tokenizer.decode(again).trimmingCharacters(in: .whitespaces)])
+        #expect(response.usage.output.reasoningTokenCount == thought.count + again.count)
+        // The call follows the reasoning's close with no second header, as it was generated; so
+        // does the answer after the second reasoning.
         let held = try await session.cachedTokens
-        let turn = Self.renderer.assistant + Self.renderer.reasoningOpen + thought + Self.renderer.reasoningClose + call
-        #expect(held.indices.contains { held[$0...].starts(with: turn) })
+        let first = Self.renderer.assistant + Self.renderer.reasoningOpen + thought + Self.renderer.reasoningClose + call
+        let second = Self.renderer.assistant + Self.renderer.reasoningOpen + again + Self.renderer.reasoningClose + answer + Self.renderer.close
+        #expect(held.indices.contains { held[$0...].starts(with: first) })
+        #expect(Array(held.suffix(second.count)) == second)
         try await session.expectCacheExact()
     }
 

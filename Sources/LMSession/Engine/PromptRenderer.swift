@@ -369,11 +369,12 @@ struct PromptRenderer: Sendable {
     /// it asks for one), then any entries the request added after it (a tool round's call and
     /// output), and the response header.
     ///
-    /// A `.reasoning` entry among `added` is the request's own, rendered as `reasoning` says inside
-    /// the assistant turn it opens (the response, or a call, continues that turn); reasoning in
-    /// the history renders nothing, as reasoning models' templates drop it from earlier turns.
+    /// The `.reasoning` entries among `added` are the request's own (one before each round), the
+    /// n-th rendered as `reasoning[n]` says inside the assistant turn it opens (the response, or a
+    /// call, continues that turn); reasoning in the history renders nothing, as reasoning models'
+    /// templates drop it from earlier turns.
     func render(_ components: [InstructionComponent], history: [Transcript.Entry], prompt: Transcript.Prompt?,
-                after added: [Transcript.Entry] = [], reasoning: Reasoning? = nil, header: Bool = true) -> RenderedPrompt {
+                after added: [Transcript.Entry] = [], reasoning: [Reasoning] = [], header: Bool = true) -> RenderedPrompt {
         var out = RenderedPrompt()
         renderInstructions(components, into: &out)
         for (i, entry) in history.enumerated() { renderEntry(entry, index: i, into: &out) }
@@ -383,8 +384,9 @@ struct PromptRenderer: Sendable {
                 out.append(schemaTokens(format), as: .responseSchema(name: format.name))
             }
         }
+        var thoughts = reasoning[...]
         for (i, entry) in added.enumerated() {
-            if case .reasoning = entry, let reasoning {
+            if case .reasoning = entry, let reasoning = thoughts.popFirst() {
                 let thought = opening(assistant, userTurn: false, &out) + reasoningOpen + reasoning.tokens + (reasoning.isClosed ? reasoningClose : [])
                 out.append(thought, as: .transcriptEntry(index: history.count + 1 + i, kind: entry.kind))
                 out.continuesAssistantTurn = true

@@ -35,11 +35,10 @@ struct Request {
         var decoding = try session.decodingPlan(options, profile: plan.profile)
         decoding.toolsOffered = !plan.tools.isEmpty
         decoding = try guidance.constrain(decoding, round: 0, mode: mode)
-        // 5. Check the window before computing anything; reasoning gets what it leaves.
+        // 5. Check the window before computing anything (reasoning gets what it leaves).
         let reserved = try checkWindow(plan.rendered, decoding)
-        let thinking = reasoning.flatMap { fitting($0, plan.rendered, reserved) }
         // 4 and 6. Reuse the cache, prefill the rest, (reason,) decode; run tools on the way.
-        let turn = try await generate(plan, decoding, guidance, reasoning: thinking, onSnapshot)
+        let turn = try await generate(plan, decoding, guidance, reserved: reserved, reasoning: reasoning, onSnapshot)
         // 7. Append to the transcript, run onResponse, publish the metrics.
         return try await finish(turn, plan, guidance, reserved: reserved)
     }
@@ -110,28 +109,17 @@ struct Request {
         var overflow: LanguageModelError?
     }
 
-    private func generate(_ plan: RequestPlan, _ first: Decoding, _ guidance: Guidance, reasoning: Int?,
+    /// Runs the rounds: in each, reasoning of at most `reasoning` tokens (when asked, and as far
+    /// as the window leaves room beside the `reserved` response), then the answer or a tool call.
+    private func generate(_ plan: RequestPlan, _ first: Decoding, _ guidance: Guidance, reserved: Int, reasoning: Int?,
                           _ onSnapshot: (@Sendable (Snapshot) -> Void)?) async throws -> Turn {
         var switched = await engine.switchProfile(to: plan.profile.identity)
         var decoding = first
         var rendered = plan.rendered
         var added: [Transcript.Entry] = []
         var turn: Turn?
-        var thought: PromptRenderer.Reasoning?
-        if let reasoning {
-            // The model reasons first, in the assistant turn, which the response (or a call) continues.
-            let (outcome, opened) = try await reason(plan, first, tokens: reasoning, profileSwitched: switched)
-            switched = false
-            turn = Turn(outcome: outcome, invalidation: outcome.reuse.report, rendered: opened)
-            turn!.record(outcome, started: started)
-            turn!.usage.output.reasoningTokenCount = outcome.generated.count
-            turn!.reasoningStart = opened.spans.last?.range.lowerBound
-            let text = LanguageModelSession.text(outcome.generated, engine.model.tokenizer)
-            added = [.reasoning(Transcript.Reasoning(segments: [.text(.init(content: text))]))]
-            thought = .init(tokens: outcome.generated, isClosed: true)
-            rendered = engine.renderer.render(plan.components, history: plan.history, prompt: plan.prompt, after: added, reasoning: thought)
-            try await session.runReasoningHooks(plan.profile)
-        }
+        var thoughts: [PromptRenderer.Reasoning] = []
+        var reserved = reserved
         for round in 0... {
             if round > 0 {
                 // The tool hooks may have changed what the profile asks (`.toolCallingMode(done ? .allowed
@@ -140,14 +128,30 @@ struct Request {
                 if mode == nil { mode = try await session.resolve(runHooks: false).0.options.toolCallingMode }
                 decoding = try guidance.constrain(first, round: round, mode: mode ?? .allowed)
                 // The tool's entries lengthened the request: check the window again before the round.
-                do { _ = try checkWindow(rendered, decoding) } catch let error as LanguageModelError {
+                do { reserved = try checkWindow(rendered, decoding) } catch let error as LanguageModelError {
                     turn!.overflow = error
                     break
                 }
             }
+            if let tokens = reasoning.flatMap({ fitting($0, rendered, reserved) }) {
+                // The model reasons first, in the assistant turn, which the answer (or a call) continues.
+                let (outcome, opened) = try await reason(plan, first, tokens: tokens, after: added, thoughts, profileSwitched: switched)
+                switched = false
+                if turn == nil {
+                    turn = Turn(outcome: outcome, invalidation: outcome.reuse.report, rendered: opened)
+                    turn!.reasoningStart = opened.spans.last?.range.lowerBound
+                }
+                turn!.record(outcome, started: started)
+                turn!.usage.output.reasoningTokenCount += outcome.generated.count
+                let text = LanguageModelSession.text(outcome.generated, engine.model.tokenizer)
+                added.append(.reasoning(Transcript.Reasoning(segments: [.text(.init(content: text))])))
+                thoughts.append(.init(tokens: outcome.generated, isClosed: true))
+                rendered = engine.renderer.render(plan.components, history: plan.history, prompt: plan.prompt, after: added, reasoning: thoughts)
+                try await session.runReasoningHooks(plan.profile)
+            }
             let outcome: RunOutcome
             do {
-                outcome = try await engine.run(rendered, profileSwitched: switched && round == 0, decoding: decoding,
+                outcome = try await engine.run(rendered, profileSwitched: switched, decoding: decoding,
                                                started: started) { tokens in
                     // Only a listening stream pays for decoding (and parsing) the content so far.
                     guard let onSnapshot else { return }
@@ -158,6 +162,7 @@ struct Request {
             } catch let error as RuntimeError {
                 throw LanguageModelError.runtime(error)
             }
+            switched = false
             if turn == nil { turn = Turn(outcome: outcome, invalidation: outcome.reuse.report, rendered: rendered) }
             turn!.record(outcome, started: started)
             turn!.rendered = rendered
@@ -166,19 +171,21 @@ struct Request {
             guard case let .toolCall(callTokens) = outcome.ending else { break }
             // A tool call: record it, run the tool, record its output, and let the model continue.
             added += try await session.callTool(callTokens, profile: plan.profile, tools: plan.tools, renderer: engine.renderer)
-            rendered = engine.renderer.render(plan.components, history: plan.history, prompt: plan.prompt, after: added, reasoning: thought)
+            rendered = engine.renderer.render(plan.components, history: plan.history, prompt: plan.prompt, after: added, reasoning: thoughts)
         }
         turn!.added = added
         return turn!
     }
 
-    /// The reasoning run: the request with the reasoning opened after the response header, then
-    /// free text (no grammar, no calls) until `</think>` where it is a token, the end of the turn,
-    /// or `tokens`. Returns the run and what it rendered.
-    private func reason(_ plan: RequestPlan, _ first: Decoding, tokens: Int, profileSwitched: Bool) async throws -> (RunOutcome, RenderedPrompt) {
+    /// A reasoning run: the request (with what the request `added` so far, its reasoning as
+    /// `thoughts`) and a reasoning opened after the response header, then free text (no grammar,
+    /// no calls) until `</think>` where it is a token, the end of the turn, or `tokens`. Returns
+    /// the run and what it rendered.
+    private func reason(_ plan: RequestPlan, _ first: Decoding, tokens: Int, after added: [Transcript.Entry],
+                        _ thoughts: [PromptRenderer.Reasoning], profileSwitched: Bool) async throws -> (RunOutcome, RenderedPrompt) {
         let opened = engine.renderer.render(plan.components, history: plan.history, prompt: plan.prompt,
-                                            after: [.reasoning(Transcript.Reasoning(segments: []))],
-                                            reasoning: .init(tokens: [], isClosed: false), header: false)
+                                            after: added + [.reasoning(Transcript.Reasoning(segments: []))],
+                                            reasoning: thoughts + [.init(tokens: [], isClosed: false)], header: false)
         var decoding = Decoding(strategy: first.strategy, seed: first.seed, budget: tokens, steering: first.steering, toolsOffered: false)
         decoding.stopToken = engine.renderer.reasoningEnd
         do {
