@@ -102,7 +102,7 @@ struct Request {
         var invalidation: InvalidationReport?
         var rendered: RenderedPrompt
         var guide: GuidedDecoder?
-        /// Where the turn the model reasoned in began (the prompt's end), when it reasoned.
+        /// Where the request's first reasoning began (before its assistant header), when it reasoned.
         var reasoningStart: Int?
         /// Set when a later tool round no longer fits the window (the tools' entries made the
         /// request longer): the turn ends there, as when the window fills mid-response.
@@ -137,10 +137,8 @@ struct Request {
                 // The model reasons first, in the assistant turn, which the answer (or a call) continues.
                 let (outcome, opened) = try await reason(plan, first, tokens: tokens, after: added, thoughts, profileSwitched: switched)
                 switched = false
-                if turn == nil {
-                    turn = Turn(outcome: outcome, invalidation: outcome.reuse.report, rendered: opened)
-                    turn!.reasoningStart = opened.spans.last?.range.lowerBound
-                }
+                if turn == nil { turn = Turn(outcome: outcome, invalidation: outcome.reuse.report, rendered: opened) }
+                if turn!.reasoningStart == nil { turn!.reasoningStart = opened.spans.last?.range.lowerBound }
                 turn!.record(outcome, started: started)
                 turn!.usage.output.reasoningTokenCount += outcome.generated.count
                 let text = LanguageModelSession.text(outcome.generated, engine.model.tokenizer)
